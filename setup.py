@@ -1,0 +1,33 @@
+"""beam-embed: a TensorFlow + Apache Beam batch embedding job.
+
+`pip install -e .[dev]` on a workstation; `--setup_file ./setup.py` ships `pipeline` and
+`models` to Dataflow workers with the runtime requirements pinned below.
+"""
+
+import setuptools
+
+RUNTIME = [
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",
+    "tensorflow-hub==0.16.1",
+    "tf-keras==2.21.0",
+    "apache-beam[gcp]==2.77.0",
+    "numpy>=1.26",
+    "pyarrow>=17",
+    "pyyaml>=6",
+    "pysbd==0.3.4",
+    "scikit-learn>=1.5",
+]
+EXPORT = ["keras-hub==0.32.0", "safetensors>=0.4"]  # export-model only; never on workers
+DEV = ["pytest>=8", "tokenizers>=0.20"]
+
+setuptools.setup(
+    name="beam-embed",
+    version="0.1.0",
+    description="Batch text embeddings with TF-Hub encoders on Apache Beam",
+    python_requires=">=3.11",
+    packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
+    install_requires=RUNTIME,
+    extras_require={"export": EXPORT, "dev": EXPORT + DEV},
+    entry_points={"console_scripts": ["beam-embed=pipeline.cli:main"]},
+)

