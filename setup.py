@@ -19,7 +19,7 @@ RUNTIME = [
     "scikit-learn>=1.5",
 ]
 EXPORT = ["keras-hub==0.32.0", "safetensors>=0.4"]  # export-model only; never on workers
-DEV = ["pytest>=8", "tokenizers>=0.20"]
+DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1"]
 
 setuptools.setup(
     name="beam-embed",

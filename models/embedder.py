@@ -46,7 +46,7 @@ class Embedder:
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
         self._room = encoder.max_seq_length - 2  # pieces that fit beside [CLS] and [SEP]
-        self._stride = max(self._room - chunk_overlap, 1)
+        self._stride = max(self._room - min(chunk_overlap, self._room // 4), 1)
 
     @property
     def columns(self) -> list[str]:

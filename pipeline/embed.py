@@ -1,0 +1,164 @@
+"""EmbedRecords: length-sorted batches -> RunInference(EncoderHandler) -> EmbeddedBatch.
+
+Batching: Beam's SortAndBatchElements sorts each bundle by estimated token count and cuts
+batches under a token budget, so each batch is packed to its own (bucketed) longest length.
+RunInference then sees one pre-formed batch per element (its own BatchElements is pinned to 1),
+which keeps Beam's model loading/sharing and metrics while the batch shapes stay ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Sequence
+
+import apache_beam as beam
+from apache_beam.ml.inference.base import ModelHandler, RunInference
+
+from pipeline.records import DeadLetter, EmbeddedBatch, Record
+from pipeline.sources import NAMESPACE, log
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """Everything a worker needs to build the embedder; handles only, no loaded objects."""
+
+    kind: str
+    encoder: str
+    preprocessor: str | None
+    max_seq_length: int
+    poolings: tuple[str, ...]
+    normalize: bool
+    long_text: str
+    options: tuple[tuple[str, str], ...] = ()  # encoder-kind specific, e.g. ELMo's signature
+
+    def build(self):
+        from models.embedder import Embedder
+        from models.encoders import encoder_class
+        from models.pooling import parse_poolings
+
+        cls = encoder_class(self.kind)
+        encoder = cls.from_spec(self)
+        return Embedder(encoder, parse_poolings(list(self.poolings), *cls.pooling_registry()),
+                        normalize=self.normalize, long_text=self.long_text)
+
+
+def estimated_tokens(record: Record) -> int:
+    """Cheap length estimate for sorting/budgeting: WordPiece runs ~1.3 pieces per word."""
+    return 2 + (len(record.text) + 3) // 4
+
+
+class _Progress:
+    """Progress lines on stderr. The ETA compares the text bytes this worker embedded with its
+    share of the input's bytes: an estimate (markup in JSON/CSV makes it pessimistic)."""
+
+    def __init__(self, every_s: float, share_bytes: float):
+        self._every = every_s
+        self._share = share_bytes
+        self._start = self._last = time.monotonic()
+        self._done = self._bytes = 0
+
+    def add(self, records: list[Record]) -> None:
+        self._done += len(records)
+        self._bytes += sum(len(r.text.encode("utf-8")) for r in records)
+        now = time.monotonic()
+        if self._every <= 0 or now - self._last < self._every:
+            return
+        self._last = now
+        elapsed = max(now - self._start, 1e-9)
+        line = f"worker {os.getpid()}: {self._done} records embedded, {self._done / elapsed:.0f}/s"
+        if self._share > 0:
+            fraction = min(self._bytes / self._share, 1.0)
+            eta = elapsed * (1 - fraction) / max(fraction, 1e-9)
+            line += f", ~{100 * fraction:.0f}% of input, ETA ~{eta:.0f}s"
+        log(line)
+
+
+class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
+    """A ModelHandler whose example is one length-sorted batch of Records."""
+
+    def __init__(self, spec: EncoderSpec, progress_every_s: float = 5.0,
+                 share_bytes: float = 0.0):
+        super().__init__()
+        self._spec = spec
+        self._progress_every = progress_every_s
+        self._share_bytes = share_bytes
+        self._progress = None
+
+    def load_model(self):
+        return self._spec.build()
+
+    def batch_elements_kwargs(self):
+        return {"min_batch_size": 1, "max_batch_size": 1}
+
+    def share_model_across_processes(self) -> bool:
+        return False
+
+    def run_inference(self, batch, model, inference_args=None):
+        if self._progress is None:
+            self._progress = _Progress(self._progress_every, self._share_bytes)
+        outputs = []
+        for records in batch:
+            outputs += self._embed(list(records), model)
+            self._progress.add(records)
+        return outputs
+
+    def _embed(self, records: list[Record], model) -> list:
+        try:
+            return [_embedded(records, model.embed([r.text for r in records]))]
+        except Exception:  # isolate the record that broke the batch; the rest still embed
+            if len(records) == 1:
+                raise
+        out = []
+        for record in records:
+            try:
+                out.append(_embedded([record], model.embed([record.text])))
+            except Exception as e:  # noqa: BLE001 - any failure becomes a dead letter
+                out.append(DeadLetter.of(record.id, record.source,
+                                         f"encoder failed: {type(e).__name__}: {e}", record.text))
+        return out
+
+    def get_metrics_namespace(self) -> str:
+        return NAMESPACE
+
+
+def _embedded(records: list[Record], result) -> EmbeddedBatch:
+    counters = beam.metrics.Metrics
+    counters.counter(NAMESPACE, "embedded").inc(len(records))
+    counters.counter(NAMESPACE, "truncated").inc(int(result.truncated.sum()))
+    counters.counter(NAMESPACE, "tokens").inc(int(result.num_tokens.sum()))
+    return EmbeddedBatch(records=tuple(records), vectors=result.vectors,
+                         num_tokens=result.num_tokens, truncated=result.truncated)
+
+
+class _Split(beam.DoFn):
+    def process(self, item):
+        if isinstance(item, DeadLetter):
+            beam.metrics.Metrics.counter(NAMESPACE, "dead_lettered").inc()
+            yield beam.pvalue.TaggedOutput("dead", item)
+        else:
+            yield item
+
+
+class EmbedRecords(beam.PTransform):
+    """Outputs `batches` (EmbeddedBatch) and `dead` (records the encoder could not take)."""
+
+    def __init__(self, spec: EncoderSpec, batch_tokens: int = 8192, max_batch_size: int = 256,
+                 progress_every_s: float = 5.0, share_bytes: float = 0.0):
+        super().__init__()
+        self._share_bytes = share_bytes
+        self._spec = spec
+        self._batch_tokens = batch_tokens
+        self._max_batch_size = max_batch_size
+        self._progress = progress_every_s
+
+    def expand(self, records):
+        results = (records
+                   | "SortAndBatch" >> beam.SortAndBatchElements(
+                       min_batch_size=1, max_batch_size=self._max_batch_size,
+                       max_batch_weight=self._batch_tokens, element_size_fn=estimated_tokens)
+                   | "RunInference" >> RunInference(
+                       EncoderHandler(self._spec, self._progress, self._share_bytes))
+                   | "SplitResults" >> beam.ParDo(_Split()).with_outputs("dead", main="batches"))
+        return {"batches": results.batches, "dead": results.dead}

@@ -1,0 +1,47 @@
+"""The small frozen values that flow between the job's stages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+EXCERPT_CHARS = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    id: str
+    text: str
+    source: str
+    meta: tuple[tuple[str, str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    id: str
+    source: str
+    reason: str
+    excerpt: str
+    kind: str = "error"  # "error" or "empty" (empty texts are counted apart, never embedded)
+
+    @classmethod
+    def of(cls, id: str, source: str, reason: str, text: str = "", kind: str = "error"):
+        return cls(id=id, source=source, reason=reason, excerpt=text[:EXCERPT_CHARS], kind=kind)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "source": self.source, "kind": self.kind, "reason": self.reason,
+                "excerpt": self.excerpt}
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddedBatch:
+    """One inference batch, column-wise: the sinks convert it in bulk."""
+
+    records: tuple[Record, ...]
+    vectors: dict  # column -> float32 [batch, width]
+    num_tokens: np.ndarray
+    truncated: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.records)

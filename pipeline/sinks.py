@@ -1,0 +1,165 @@
+"""The job's outputs: Parquet and TFRecord shards with one schema, dead letters, the manifest.
+
+The schema is defined once (`OutputSchema`); both formats are written from whole inference
+batches (Arrow arrays built column-wise, no per-row dicts for Parquet).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.records import DeadLetter, EmbeddedBatch
+
+SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+PREFIX = "embeddings"
+FORMATS = ("parquet", "tfrecord")
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSchema:
+    widths: tuple[tuple[str, int], ...]  # (column, width) per pooling, in order
+    metadata_fields: tuple[str, ...]
+    include_text: bool
+
+    def arrow(self) -> pa.Schema:
+        fields = [pa.field("id", pa.string(), nullable=False)]
+        if self.include_text:
+            fields.append(pa.field("text", pa.string()))
+        fields.append(pa.field("source", pa.string()))
+        fields += [pa.field(name, pa.string()) for name in self.metadata_fields]
+        fields += [pa.field(col, pa.list_(pa.float32(), width)) for col, width in self.widths]
+        fields += [pa.field("num_tokens", pa.int32()), pa.field("truncated", pa.bool_())]
+        return pa.schema(fields)
+
+    def table(self, batch: EmbeddedBatch) -> pa.Table:
+        records = batch.records
+        columns = [pa.array([r.id for r in records], pa.string())]
+        if self.include_text:
+            columns.append(pa.array([r.text for r in records], pa.string()))
+        columns.append(pa.array([r.source for r in records], pa.string()))
+        metas = [dict(r.meta) for r in records]
+        columns += [pa.array([m.get(k) for m in metas], pa.string()) for k in self.metadata_fields]
+        for col, width in self.widths:
+            flat = pa.array(np.ascontiguousarray(batch.vectors[col], np.float32).reshape(-1))
+            columns.append(pa.FixedSizeListArray.from_arrays(flat, width))
+        columns += [pa.array(batch.num_tokens.astype(np.int32)), pa.array(batch.truncated)]
+        return pa.Table.from_arrays(columns, schema=self.arrow())
+
+    def examples(self, batch: EmbeddedBatch):
+        import tensorflow as tf
+
+        feature, Feature = tf.train.Feature, tf.train.Features
+        for i, r in enumerate(batch.records):
+            f = {"id": _bytes(r.id), "source": _bytes(r.source),
+                 "num_tokens": feature(int64_list=tf.train.Int64List(value=[int(batch.num_tokens[i])])),
+                 "truncated": feature(int64_list=tf.train.Int64List(value=[int(batch.truncated[i])]))}
+            if self.include_text:
+                f["text"] = _bytes(r.text)
+            meta = dict(r.meta)
+            for k in self.metadata_fields:
+                if meta.get(k) is not None:
+                    f[k] = _bytes(meta[k])
+            for col, _ in self.widths:
+                f[col] = feature(float_list=tf.train.FloatList(value=batch.vectors[col][i]))
+            yield tf.train.Example(features=Feature(feature=f)).SerializeToString()
+
+
+def _bytes(value: str):
+    import tensorflow as tf
+
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode("utf-8")]))
+
+
+class WriteParquet(beam.PTransform):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+        super().__init__()
+        self._output, self._schema, self._shards = output, schema, num_shards
+
+    def expand(self, batches):
+        schema = self._schema
+        return (batches
+                | "ToArrow" >> beam.Map(schema.table)
+                | "WriteShards" >> beam.io.WriteToParquetBatched(
+                    FileSystems.join(self._output, PREFIX), schema=schema.arrow(),
+                    num_shards=self._shards, shard_name_template=SHARD_TEMPLATE,
+                    file_name_suffix=".parquet"))
+
+
+class WriteTFRecord(beam.PTransform):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+        super().__init__()
+        self._output, self._schema, self._shards = output, schema, num_shards
+
+    def expand(self, batches):
+        return (batches
+                | "ToExamples" >> beam.FlatMap(self._schema.examples)
+                | "WriteShards" >> beam.io.WriteToTFRecord(
+                    FileSystems.join(self._output, PREFIX), num_shards=self._shards,
+                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=".tfrecord"))
+
+
+class WriteDeadLetters(beam.PTransform):
+    def __init__(self, output: str):
+        super().__init__()
+        self._output = output
+
+    def expand(self, dead):
+        return (dead
+                | "ToJson" >> beam.Map(lambda d: json.dumps(d.to_json(), ensure_ascii=False))
+                | "WriteShards" >> beam.io.WriteToText(
+                    FileSystems.join(self._output, "errors"), shard_name_template=SHARD_TEMPLATE,
+                    file_name_suffix=".jsonl"))
+
+
+def count(pcoll, label: str):
+    """A singleton PCollection with the number of elements (batches count their records)."""
+    return (pcoll
+            | f"Size{label}" >> beam.Map(lambda x: len(x) if isinstance(x, EmbeddedBatch) else 1)
+            | f"Count{label}" >> beam.CombineGlobally(sum))
+
+
+class _WriteManifest(beam.DoFn):
+    def __init__(self, output: str, base: dict):
+        self._output, self._base = output, base
+
+    def process(self, _, counts, files):
+        import time
+
+        manifest = dict(self._base)
+        manifest["counts"] = {k: int(v) for k, v in sorted(counts)}
+        names = sorted(FileSystems.split(f)[1] for f in files)
+        manifest["files"] = {fmt: [n for n in names if n.endswith("." + fmt)] for fmt in FORMATS
+                             if fmt in manifest["formats"]}
+        manifest["errors_files"] = [n for n in names if n.startswith("errors")]
+        manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest["wall_time_s"] = round(time.time() - manifest.pop("started_unix"), 3)
+        with FileSystems.create(FileSystems.join(self._output, "manifest.json")) as f:
+            f.write(json.dumps(manifest, indent=2).encode("utf-8"))
+        yield manifest
+
+
+class WriteManifest(beam.PTransform):
+    """Written last: waits for every shard (the written file names are its side input)."""
+
+    def __init__(self, output: str, base: dict, counts: list, written: list):
+        super().__init__()
+        self._output, self._base = output, base
+        self._counts, self._written = counts, written
+
+    def expand(self, pbegin):
+        counts, written, p = self._counts, self._written, pbegin
+        labelled = [c | f"Label{name}" >> beam.Map(lambda n, name=name: (name, n))
+                    for name, c in counts]
+        all_counts = tuple(labelled) | "MergeCounts" >> beam.Flatten()
+        files = tuple(written) | "MergeFiles" >> beam.Flatten()
+        return (p
+                | "Start" >> beam.Create([None])
+                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base),
+                                        counts=beam.pvalue.AsList(all_counts),
+                                        files=beam.pvalue.AsList(files)))
