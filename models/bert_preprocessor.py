@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+from tensorflow_text.python.ops.bert_tokenizer import (_KEEP_DELIM_NO_WHITESPACE_PATTERN,
+                                                       BasicTokenizer)
 
 MAX_CHARS_PER_WORD = 100  # Hugging Face's max_input_chars_per_word
 DEFAULT_SEQ_LENGTH = 128
 _RAGGED_TOKENS = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
+# Word splitting on the original text (so offsets point into it): every Unicode space, control
+# and format character separates words; punctuation and CJK ideographs are words of their own.
+_DROP = r"[\s\p{Z}\p{C}\x{FFFD}]+"
 
 
 def normalize_text(text: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
@@ -67,6 +71,24 @@ class BertPreprocessor(tf.Module):
         words = words.with_flat_values(tf.where(too_long, "[UNK]", words.flat_values))
         pieces = self._wordpiece.tokenize(words)
         return tf.cast(pieces, tf.int32)
+
+    def _wordpieces(self, words: tf.RaggedTensor):
+        normalized = normalize_text(words.flat_values, self._lower_case, self._strip_accents)
+        too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        normalized = tf.where(too_long, "[UNK]", normalized)
+        return self._wordpiece.tokenize_with_offsets(words.with_flat_values(normalized))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize_with_offsets(self, strings):
+        """Pieces [batch, words, pieces] with byte offsets: each word's span in the original
+        text, and each piece's span inside the normalized word. Words are split on the original
+        text, so a control character inside a word splits it here (HF joins its halves)."""
+        words, begin, end = tf_text.regex_split_with_offsets(
+            strings, f"{_DROP}|{_KEEP_DELIM_NO_WHITESPACE_PATTERN}",
+            _KEEP_DELIM_NO_WHITESPACE_PATTERN)
+        pieces, piece_begin, piece_end = self._wordpieces(words)
+        return {"pieces": tf.cast(pieces, tf.int32), "word_begin": begin, "word_end": end,
+                "piece_begin": piece_begin, "piece_end": piece_end}
 
     @tf.function
     def bert_pack_inputs(self, segments, seq_length=DEFAULT_SEQ_LENGTH):

@@ -45,7 +45,8 @@ class Embedder:
         self.long_text = long_text
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
-        self._room = encoder.max_seq_length - 2  # pieces that fit beside [CLS] and [SEP]
+        self._specials = encoder.special_tokens  # BERT: [CLS] and [SEP]; ELMo: none
+        self._room = encoder.max_seq_length - self._specials
         self._stride = max(self._room - min(chunk_overlap, self._room // 4), 1)
 
     @property
@@ -67,7 +68,7 @@ class Embedder:
     def embed(self, texts: list[str]) -> Embedded:
         pieces = self.encoder.tokenize(texts)
         lengths = pieces.row_lengths().numpy()
-        num_tokens = (lengths + 2).astype(np.int32)
+        num_tokens = (lengths + self._specials).astype(np.int32)
         truncated = lengths > self._room
         if self.long_text == "chunk" and truncated.any():
             vectors = self._embed_chunked(pieces, truncated)
@@ -86,9 +87,9 @@ class Embedder:
             parts = _windows(row, self._room, self._stride) if long_rows[i] else [row]
             rows += parts
             owner += [i] * len(parts)
-            weight += [len(p) + 2 for p in parts]
-        windows = self._encode(tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1)
-                               if rows else pieces)
+            weight += [len(p) + self._specials for p in parts]
+        windows = self._encode(tf.RaggedTensor.from_row_lengths(
+            np.concatenate(rows), [len(r) for r in rows]))
         owner, weight = np.asarray(owner), np.asarray(weight, np.float64)
         combined = {}
         for column, v in windows.items():

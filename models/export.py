@@ -25,7 +25,7 @@ from models.bert_preprocessor import BertPreprocessor
 from models.checkpoint import Checkpoint, CheckpointError, inspect_checkpoint
 
 METADATA_FILE = "beam_embed.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the preprocessor has tokenize_with_offsets
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 
 

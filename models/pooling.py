@@ -18,29 +18,36 @@ class EncoderOutput:
     """What every encoder returns: token vectors of the requested layers, the mask, and the
     model's own sentence vectors (BERT `pooled_output`, ELMo `default`)."""
 
-    layers: Mapping[int, np.ndarray]  # layer index (negative, from the end) -> [batch, seq, width]
+    layers: Mapping[int | str, np.ndarray]  # BERT: layer index (negative from the end);
+    # ELMo: output name ("elmo", "word_emb", ...) -> [batch, seq, width]
     mask: np.ndarray  # [batch, seq] float32, 1 for real tokens (incl. [CLS]/[SEP])
     pooled: Mapping[str, np.ndarray]  # name -> [batch, width]
 
 
-def _cls(out: EncoderOutput, layer: int) -> np.ndarray:
+def _cls(out: EncoderOutput, layer) -> np.ndarray:
     return out.layers[layer][:, 0]
 
 
-def _mean(out: EncoderOutput, layer: int) -> np.ndarray:
+def _mean(out: EncoderOutput, layer) -> np.ndarray:
     mask = out.mask[..., None]
     total = (out.layers[layer] * mask).sum(axis=1)
     return total / np.maximum(mask.sum(axis=1), 1.0)
 
 
-def _max(out: EncoderOutput, layer: int) -> np.ndarray:
+def _max(out: EncoderOutput, layer) -> np.ndarray:
     x = np.where(out.mask[..., None] > 0, out.layers[layer], -np.inf)
     return x.max(axis=1)
 
 
 def _model_pooled(key: str) -> Callable[[EncoderOutput, int], np.ndarray]:
-    def pool(out: EncoderOutput, layer: int) -> np.ndarray:
+    def pool(out: EncoderOutput, layer) -> np.ndarray:
         return out.pooled[key]
+    return pool
+
+
+def _output_mean(key: str) -> Callable[[EncoderOutput, int], np.ndarray]:
+    def pool(out: EncoderOutput, layer) -> np.ndarray:
+        return _mean(out, key)
     return pool
 
 
@@ -51,6 +58,11 @@ POOLERS: dict[str, Callable[[EncoderOutput, int], np.ndarray]] = {
     "pooled_output": _model_pooled("pooled_output"),
 }
 LAYERED = frozenset({"cls", "mean", "max"})
+# ELMo: the module's own `default` (mean of `elmo` over real tokens), and mask-aware means of
+# each of its token-level outputs.
+ELMO_OUTPUTS = ("elmo", "word_emb", "lstm_outputs1", "lstm_outputs2")
+ELMO_POOLERS = {"default": _model_pooled("default"),
+                **{name: _output_mean(name) for name in ELMO_OUTPUTS}}
 _SPEC = re.compile(r"^(?P<name>[a-z_0-9]+)(?:@(?P<layer>-?\d+))?$")
 
 
@@ -58,7 +70,8 @@ _SPEC = re.compile(r"^(?P<name>[a-z_0-9]+)(?:@(?P<layer>-?\d+))?$")
 class Pooling:
     spec: str  # as the user wrote it, e.g. "mean@-2"
     name: str
-    layer: int | None  # None for the model's own pooled vectors
+    layer: int | None  # None for the model's own pooled vectors and ELMo's outputs
+    fn: Callable = dataclasses.field(compare=False, repr=False, default=None)
 
     @property
     def column(self) -> str:
@@ -69,7 +82,7 @@ class Pooling:
         return f"{self.name}_layer_{sign}{abs(self.layer)}"
 
     def __call__(self, out: EncoderOutput) -> np.ndarray:
-        return POOLERS[self.name](out, self.layer if self.layer is not None else -1)
+        return self.fn(out, self.layer if self.layer is not None else -1)
 
 
 def parse_pooling(spec: str, poolers: Mapping = POOLERS, layered=LAYERED) -> Pooling:
@@ -81,7 +94,7 @@ def parse_pooling(spec: str, poolers: Mapping = POOLERS, layered=LAYERED) -> Poo
     if match["layer"] is not None and name not in layered:
         raise ValueError(f"pooling {spec!r} takes no layer; layers apply to {sorted(layered)}")
     layer = int(match["layer"]) if match["layer"] is not None else (-1 if name in layered else None)
-    return Pooling(spec=spec.strip(), name=name, layer=layer)
+    return Pooling(spec=spec.strip(), name=name, layer=layer, fn=poolers[name])
 
 
 def parse_poolings(specs: str | list[str], poolers: Mapping = POOLERS,

@@ -63,10 +63,10 @@ def checkpoint_folder(checkpoint: str) -> str:
 
 def exported(checkpoint: str, name: str) -> str:
     """The export of a checkpoint folder in the cache, made on first use."""
-    from models.export import METADATA_FILE, export_checkpoint
+    from models.export import FORMAT_VERSION, METADATA_FILE, export_checkpoint
 
     folder = checkpoint_folder(checkpoint)
-    key = hashlib.sha256(os.path.abspath(folder).encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{os.path.abspath(folder)}|{FORMAT_VERSION}".encode()).hexdigest()[:12]
     out = os.path.join(cache_dir(), f"{name}-{key}")
     if not os.path.exists(os.path.join(out, METADATA_FILE)):
         tmp = f"{out}.partial-{os.getpid()}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from models.embedder import LONG_TEXT_MODES
+from models.encoders.elmo import SIGNATURES
+from models.tokens import TOKEN_DTYPES, TOKEN_UNITS
 from models.presets import ModelSpec, resolve
 from pipeline.cleaning import SPLIT_MODES
 from pipeline.embed import EncoderSpec
@@ -34,6 +36,9 @@ class JobConfig:
     progress_every: float
 
 
+GRANULARITIES = ("sentence", "token")
+
+
 def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
@@ -50,13 +55,13 @@ def _positive(name: str, value: int) -> int:
 
 
 def model_spec(opts) -> ModelSpec:
+    """--encoder with --preprocessor is a TF-Hub BERT pair; --encoder alone an ELMo module."""
     if opts.encoder:
-        if not opts.preprocessor:
-            raise ValueError("--encoder needs --preprocessor (the TF-Hub BERT preprocessor "
-                             "paired with it)")
-        return ModelSpec(kind="bert", name=opts.encoder.rstrip("/").split("/")[-1] or "encoder",
+        kind = "bert" if opts.preprocessor else "elmo"
+        return ModelSpec(kind=kind, name=opts.encoder.rstrip("/").split("/")[-1] or "encoder",
                          encoder=opts.encoder, preprocessor=opts.preprocessor,
-                         pooling=("cls",), normalize=False, max_seq_length=None)
+                         pooling=("cls",) if kind == "bert" else ("default",), normalize=False,
+                         max_seq_length=None)
     return resolve(opts.model)
 
 
@@ -83,9 +88,19 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
     if max_len < 3:
         raise ValueError(f"--max-seq-length must be at least 3 ([CLS] text [SEP]), got {max_len}")
     normalize = model.normalize if opts.normalize is None else opts.normalize
+    _choice("granularity", opts.granularity, GRANULARITIES)
+    _choice("token-unit", opts.token_unit, TOKEN_UNITS)
+    _choice("token-dtype", opts.token_dtype, TOKEN_DTYPES)
+    _choice("elmo-signature", opts.elmo_signature, SIGNATURES)
+    if opts.granularity == "token" and opts.long_text == "chunk":
+        raise ValueError("--long-text chunk applies to sentence vectors; token granularity "
+                         "truncates (use --split sentences for long documents)")
     encoder = EncoderSpec(kind=model.kind, encoder=model.encoder, preprocessor=model.preprocessor,
                           max_seq_length=max_len, poolings=poolings, normalize=normalize,
-                          long_text=opts.long_text)
+                          long_text=opts.long_text,
+                          options=(("signature", opts.elmo_signature),),
+                          granularity=opts.granularity, token_layer=opts.token_layer,
+                          token_unit=opts.token_unit, token_dtype=opts.token_dtype)
     return JobConfig(
         inputs=tuple(opts.input or default_inputs),
         input_format=opts.input_format,

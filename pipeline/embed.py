@@ -32,14 +32,22 @@ class EncoderSpec:
     normalize: bool
     long_text: str
     options: tuple[tuple[str, str], ...] = ()  # encoder-kind specific, e.g. ELMo's signature
+    granularity: str = "sentence"
+    token_layer: str | None = None
+    token_unit: str = "word"
+    token_dtype: str = "float32"
 
     def build(self):
+        """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
         from models.embedder import Embedder
         from models.encoders import encoder_class
         from models.pooling import parse_poolings
+        from models.tokens import TokenEmbedder
 
         cls = encoder_class(self.kind)
         encoder = cls.from_spec(self)
+        if self.granularity == "token":
+            return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
         return Embedder(encoder, parse_poolings(list(self.poolings), *cls.pooling_registry()),
                         normalize=self.normalize, long_text=self.long_text)
 
@@ -128,8 +136,12 @@ def _embedded(records: list[Record], result) -> EmbeddedBatch:
     counters.counter(NAMESPACE, "embedded").inc(len(records))
     counters.counter(NAMESPACE, "truncated").inc(int(result.truncated.sum()))
     counters.counter(NAMESPACE, "tokens").inc(int(result.num_tokens.sum()))
-    return EmbeddedBatch(records=tuple(records), vectors=result.vectors,
-                         num_tokens=result.num_tokens, truncated=result.truncated)
+    from models.tokens import TokenVectors
+
+    token_level = isinstance(result, TokenVectors)
+    return EmbeddedBatch(records=tuple(records), vectors={} if token_level else result.vectors,
+                         num_tokens=result.num_tokens, truncated=result.truncated,
+                         tokens=result if token_level else None)
 
 
 class _Split(beam.DoFn):

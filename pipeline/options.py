@@ -42,6 +42,19 @@ class EmbedOptions(PipelineOptions):
                        help="a preset from configs/models.yaml or an export-model folder")
         g.add_argument("--encoder", help="TF-Hub encoder handle (overrides --model)")
         g.add_argument("--preprocessor", help="TF-Hub preprocessor handle for --encoder")
+        g.add_argument("--elmo_signature", "--elmo-signature", default="tokens",
+                       help="ELMo: `tokens` (words and punctuation split properly) or `default` "
+                            "(the module's own split on spaces)")
+        g.add_argument("--granularity", default="sentence",
+                       help="`sentence` (one vector per pooling) or `token` (tokens, offsets and "
+                            "one vector per token)")
+        g.add_argument("--token_layer", "--token-layer",
+                       help="token vectors from this layer: BERT index (default -1), ELMo output "
+                            "name (default elmo)")
+        g.add_argument("--token_unit", "--token-unit", default="word",
+                       help="BERT token unit: `word` (mean of its pieces) or `wordpiece`")
+        g.add_argument("--token_dtype", "--token-dtype", default="float32",
+                       help="token vectors in Parquet: float32 or float16 (half the size)")
         g.add_argument("--pooling", help="comma-separated poolings, e.g. cls,pooled_output,mean,"
                                          "mean@-2 (default: the model's recommended)")
         g.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,

@@ -39,9 +39,10 @@ class EmbeddedBatch:
     """One inference batch, column-wise: the sinks convert it in bulk."""
 
     records: tuple[Record, ...]
-    vectors: dict  # column -> float32 [batch, width]
+    vectors: dict  # column -> float32 [batch, width]; empty at token granularity
     num_tokens: np.ndarray
     truncated: np.ndarray
+    tokens: object = None  # models.tokens.TokenVectors at token granularity
 
     def __len__(self) -> int:
         return len(self.records)

@@ -24,6 +24,7 @@ from pipeline.sample_corpus import write_sample
 from pipeline.sinks import (OutputSchema, WriteDeadLetters, WriteManifest, WriteParquet,
                             WriteTFRecord, count)
 from pipeline.sources import ReadCorpus, expand_inputs, log
+from pipeline.token_sinks import TokenSchema
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 OUTPUT_GLOBS = ("manifest.json", "embeddings-*", "errors-*")
@@ -64,6 +65,8 @@ def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
     any data is read, and the output schema learns each pooling's width."""
     embedder = cfg.encoder.build()
+    if cfg.encoder.granularity == "token":
+        return (("vectors", int(embedder.width)),)
     vectors = embedder.embed(["probe"]).vectors
     return tuple((column, int(vectors[column].shape[1])) for column in embedder.columns)
 
@@ -78,7 +81,15 @@ def manifest_base(cfg, widths, files) -> dict:
     poolings = parse_poolings(list(cfg.encoder.poolings),
                               *encoder_class(cfg.model.kind).pooling_registry())
     width = dict(widths)
+    if cfg.encoder.granularity == "token":
+        poolings = []
     return {
+        "granularity": cfg.encoder.granularity,
+        **({"tokens": {"layer": cfg.encoder.token_layer or ("elmo" if cfg.model.kind == "elmo"
+                                                           else "-1"),
+                       "unit": "word" if cfg.model.kind == "elmo" else cfg.encoder.token_unit,
+                       "dtype": cfg.encoder.token_dtype, "width": width["vectors"]}}
+           if cfg.encoder.granularity == "token" else {}),
         "format_version": 1,
         "model": {"name": cfg.model.name, "kind": cfg.model.kind, "encoder": cfg.model.encoder,
                   "preprocessor": cfg.model.preprocessor,
@@ -106,7 +117,10 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1) -> No
     embedded = corpus["records"] | "EmbedRecords" >> EmbedRecords(
         cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
         share_bytes=sum(size for _, size in files) / max(workers, 1))
-    schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text)
+    if cfg.encoder.granularity == "token":
+        schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text, cfg.encoder.token_dtype)
+    else:
+        schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text)
     written = [embedded["batches"] | f"Write{fmt.title()}" >> WRITERS[fmt](
         cfg.output, schema, cfg.num_shards) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()

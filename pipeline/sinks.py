@@ -23,6 +23,8 @@ FORMATS = ("parquet", "tfrecord")
 
 @dataclasses.dataclass(frozen=True)
 class OutputSchema:
+    """One row per record: shared columns, then one vector column per pooling."""
+
     widths: tuple[tuple[str, int], ...]  # (column, width) per pooling, in order
     metadata_fields: tuple[str, ...]
     include_text: bool
@@ -33,9 +35,17 @@ class OutputSchema:
             fields.append(pa.field("text", pa.string()))
         fields.append(pa.field("source", pa.string()))
         fields += [pa.field(name, pa.string()) for name in self.metadata_fields]
-        fields += [pa.field(col, pa.list_(pa.float32(), width)) for col, width in self.widths]
+        fields += self.vector_fields()
         fields += [pa.field("num_tokens", pa.int32()), pa.field("truncated", pa.bool_())]
         return pa.schema(fields)
+
+    def vector_fields(self) -> list[pa.Field]:
+        return [pa.field(col, pa.list_(pa.float32(), width)) for col, width in self.widths]
+
+    def vector_columns(self, batch: EmbeddedBatch) -> list[pa.Array]:
+        return [pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(batch.vectors[col], np.float32).reshape(-1)), width)
+            for col, width in self.widths]
 
     def table(self, batch: EmbeddedBatch) -> pa.Table:
         records = batch.records
@@ -45,35 +55,45 @@ class OutputSchema:
         columns.append(pa.array([r.source for r in records], pa.string()))
         metas = [dict(r.meta) for r in records]
         columns += [pa.array([m.get(k) for m in metas], pa.string()) for k in self.metadata_fields]
-        for col, width in self.widths:
-            flat = pa.array(np.ascontiguousarray(batch.vectors[col], np.float32).reshape(-1))
-            columns.append(pa.FixedSizeListArray.from_arrays(flat, width))
+        columns += self.vector_columns(batch)
         columns += [pa.array(batch.num_tokens.astype(np.int32)), pa.array(batch.truncated)]
         return pa.Table.from_arrays(columns, schema=self.arrow())
+
+    def vector_features(self, batch: EmbeddedBatch, i: int) -> dict:
+        import tensorflow as tf
+
+        return {col: tf.train.Feature(float_list=tf.train.FloatList(value=batch.vectors[col][i]))
+                for col, _ in self.widths}
 
     def examples(self, batch: EmbeddedBatch):
         import tensorflow as tf
 
-        feature, Feature = tf.train.Feature, tf.train.Features
         for i, r in enumerate(batch.records):
             f = {"id": _bytes(r.id), "source": _bytes(r.source),
-                 "num_tokens": feature(int64_list=tf.train.Int64List(value=[int(batch.num_tokens[i])])),
-                 "truncated": feature(int64_list=tf.train.Int64List(value=[int(batch.truncated[i])]))}
+                 "num_tokens": _ints([batch.num_tokens[i]]),
+                 "truncated": _ints([batch.truncated[i]])}
             if self.include_text:
                 f["text"] = _bytes(r.text)
             meta = dict(r.meta)
-            for k in self.metadata_fields:
-                if meta.get(k) is not None:
-                    f[k] = _bytes(meta[k])
-            for col, _ in self.widths:
-                f[col] = feature(float_list=tf.train.FloatList(value=batch.vectors[col][i]))
-            yield tf.train.Example(features=Feature(feature=f)).SerializeToString()
+            f.update({k: _bytes(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
+            f.update(self.vector_features(batch, i))
+            yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+
+def _ints(values):
+    import tensorflow as tf
+
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
 
 
 def _bytes(value: str):
+    return _bytes_list([value])
+
+
+def _bytes_list(values: list[str]):
     import tensorflow as tf
 
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode("utf-8")]))
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode("utf-8") for v in values]))
 
 
 class WriteParquet(beam.PTransform):

@@ -8,7 +8,12 @@ def _bert():
     return HubBertEncoder
 
 
-ENCODERS = {"bert": _bert}
+def _elmo():
+    from models.encoders.elmo import HubElmoEncoder
+    return HubElmoEncoder
+
+
+ENCODERS = {"bert": _bert, "elmo": _elmo}
 
 
 def encoder_class(kind: str):

@@ -28,12 +28,13 @@ def bucket_length(longest: int, max_seq_length: int) -> int:
 
 class HubBertEncoder:
     kind = "bert"
-    token_unit = "wordpiece"
+    special_tokens = SPECIAL_TOKENS_PER_TEXT
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512):
         self._preprocessor = load_handle(preprocessor)
         self._encoder = load_handle(encoder)
         self.max_seq_length = max_seq_length
+        self._vocab = None
         probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), 4)
         self.num_layers = len(probe["encoder_outputs"])
         self.width = int(probe["sequence_output"].shape[-1])
@@ -50,6 +51,22 @@ class HubBertEncoder:
         """WordPiece ids per text, [batch, pieces], without [CLS]/[SEP]."""
         tokens = self._preprocessor.tokenize(tf.constant(texts, dtype=tf.string))
         return tokens.merge_dims(-2, -1) if tokens.ragged_rank == 2 else tokens
+
+    def tokenize_with_offsets(self, texts: list[str]):
+        """Pieces [batch, words, pieces] with each word's byte span in the original text."""
+        if not hasattr(self._preprocessor, "tokenize_with_offsets"):
+            raise ValueError("this preprocessor has no tokenize_with_offsets; token-level output "
+                             "needs an export made by `beam-embed export-model`")
+        out = self._preprocessor.tokenize_with_offsets(tf.constant(texts, dtype=tf.string))
+        return out["pieces"], out["word_begin"], out["word_end"]
+
+    def vocabulary(self) -> list[str]:
+        """id -> piece string, from the vocab file saved inside the preprocessor."""
+        if self._vocab is None:
+            path = self._preprocessor.vocab_file.asset_path.numpy().decode()
+            with tf.io.gfile.GFile(path) as f:
+                self._vocab = [line.rstrip("\n") for line in f]
+        return self._vocab
 
     def _run(self, pieces: tf.RaggedTensor, seq_length: int) -> dict:
         # The contract's packer takes tokenize()'s [batch, words, pieces]: one "word" per row.

@@ -1,0 +1,105 @@
+"""A TF-Hub ELMo module (`google/elmo/3`: TF1 Hub format, loaded with `tags=[]`).
+
+By default texts are split into words *and punctuation* (tensorflow-text's regex splitter:
+every punctuation or symbol character is a token of its own, "cell." -> "cell", ".") and fed to the `tokens` signature with
+`sequence_len`; `signature="default"` keeps the module's own split on spaces, where punctuation
+sticks to words. Outputs: `word_emb`, `lstm_outputs1`, `lstm_outputs2`, `elmo` per token and
+`default` (the module's mean of `elmo` over real tokens).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from models.encoders.bert import bucket_length
+from models.hub_loader import HandleError, load_handle
+from models.pooling import ELMO_OUTPUTS, ELMO_POOLERS, EncoderOutput
+
+SIGNATURES = ("tokens", "default")
+_PUNCTUATION = r"[\p{P}\p{S}]"
+_WORD_DELIMS = r"[\s\p{Z}\p{C}]+|" + _PUNCTUATION
+
+
+class HubElmoEncoder:
+    kind = "elmo"
+    special_tokens = 0
+
+    def __init__(self, handle: str, max_seq_length: int = 512, signature: str = "tokens"):
+        if signature not in SIGNATURES:
+            raise ValueError(f"unknown ELMo signature {signature!r}; expected one of "
+                             f"{list(SIGNATURES)}")
+        try:
+            module = load_handle(handle, tags=[])
+        except HandleError as e:
+            if "://" in handle or not tf.io.gfile.isdir(handle):
+                raise
+            raise ValueError(f"{handle!r} is not an ELMo module (a TF1 Hub module loads with "
+                             f"an empty tag set; this one does not); for a BERT encoder pass "
+                             f"--preprocessor too") from e
+        missing = [s for s in SIGNATURES if s not in module.signatures]
+        if missing:
+            raise ValueError(f"{handle!r} is not an ELMo module: it lacks the signatures "
+                             f"{missing}; expected {list(SIGNATURES)}")
+        self._module = module
+        self._signature = signature
+        self.max_seq_length = max_seq_length
+        probe = self._run(tf.ragged.constant([["probe", "."]]), 2)
+        self.num_layers = len(ELMO_OUTPUTS)
+        self.width = int(probe["elmo"].shape[-1])
+
+    @classmethod
+    def from_spec(cls, spec) -> "HubElmoEncoder":
+        options = dict(spec.options)
+        return cls(spec.encoder, spec.max_seq_length, options.get("signature", "tokens"))
+
+    @staticmethod
+    def pooling_registry():
+        return ELMO_POOLERS, frozenset()
+
+    def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
+        """Words per text, [batch, words] strings."""
+        return self.tokenize_with_offsets(texts)[0]
+
+    def tokenize_with_offsets(self, texts: list[str]):
+        strings = tf.constant(texts, dtype=tf.string)
+        if self._signature == "default":  # the module's own split: on single spaces
+            words = tf.strings.split(strings, sep=" ")
+            words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
+            begin, end = _space_offsets(texts, words)
+            return words, begin, end
+        return tf_text.regex_split_with_offsets(strings, _WORD_DELIMS, _PUNCTUATION)
+
+    def _run(self, words: tf.RaggedTensor, seq_length: int) -> dict:
+        if self._signature == "default":
+            text = tf.strings.reduce_join(words, axis=1, separator=" ")
+            return self._module.signatures["default"](text)
+        tokens = words.to_tensor(default_value="", shape=[None, seq_length])
+        lengths = tf.cast(words.row_lengths(), tf.int32)
+        return self._module.signatures["tokens"](tokens=tokens, sequence_len=lengths)
+
+    def encode(self, words: tf.RaggedTensor, layers=()) -> EncoderOutput:
+        lengths = words.row_lengths().numpy()
+        longest = int(lengths.max()) if len(lengths) else 0
+        out = self._run(words, bucket_length(max(longest, 1), max(self.max_seq_length, longest)))
+        seq = int(out["elmo"].shape[1])
+        mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.float32)
+        return EncoderOutput(layers={name: out[name].numpy() for name in ELMO_OUTPUTS},
+                             mask=mask, pooled={"default": out["default"].numpy()})
+
+
+def _space_offsets(texts: list[str], words: tf.RaggedTensor):
+    """Byte offsets of space-split words, found left to right in each text."""
+    begins, ends = [], []
+    for text, row in zip(texts, words.to_list()):
+        data, pos, b, e = text.encode("utf-8"), 0, [], []
+        for word in row:
+            start = data.index(word, pos)
+            b.append(start)
+            e.append(start + len(word))
+            pos = start + len(word)
+        begins.append(b)
+        ends.append(e)
+    return (tf.ragged.constant(begins, dtype=tf.int64, ragged_rank=1),
+            tf.ragged.constant(ends, dtype=tf.int64, ragged_rank=1))

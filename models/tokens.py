@@ -1,0 +1,147 @@
+"""Token-level (word-in-context) vectors: per text, its tokens, character offsets into the
+original text, and one vector per token from a chosen layer.
+
+BERT: `wordpiece` units (one vector per piece) or `word` units (the mean of a word's pieces, as
+the SciBERT notebook's `get_embedding(word=...)` did). ELMo: words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+TOKEN_UNITS = ("word", "wordpiece")
+TOKEN_DTYPES = ("float32", "float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenVectors:
+    tokens: list[list[str]]
+    starts: list[np.ndarray]  # character offsets into the original text
+    ends: list[np.ndarray]
+    vectors: list[np.ndarray]  # [tokens, width] per text
+    num_tokens: np.ndarray
+    truncated: np.ndarray
+    pieces: list[np.ndarray] = dataclasses.field(default_factory=list)  # per token, word units
+
+
+def _char_index(text: str) -> np.ndarray:
+    """byte offset -> character offset, for every byte boundary of the UTF-8 text."""
+    if text.isascii():
+        return np.arange(len(text) + 1)
+    widths = [len(c.encode("utf-8")) for c in text]
+    index = np.zeros(sum(widths) + 1, np.int64)
+    index[np.cumsum(widths)] = np.arange(1, len(text) + 1)
+    return np.maximum.accumulate(index)
+
+
+def parse_token_layer(value: str | int | None, kind: str, num_layers: int):
+    """BERT: a layer index (negative from the end, default -1); ELMo: an output name."""
+    from models.pooling import ELMO_OUTPUTS
+
+    if kind == "elmo":
+        value = value if value not in (None, "") else "elmo"
+        if value not in ELMO_OUTPUTS:
+            raise ValueError(f"unknown ELMo token layer {value!r}; expected one of "
+                             f"{list(ELMO_OUTPUTS)}")
+        return value
+    try:
+        layer = -1 if value in (None, "") else int(value)
+    except ValueError as e:
+        raise ValueError(f"token layer {value!r} is not a layer number; expected an integer in "
+                         f"{-num_layers}..{num_layers - 1}") from e
+    if not -num_layers <= layer < num_layers:
+        raise ValueError(f"token layer {layer} is outside the model's {num_layers} layers "
+                         f"(valid: {-num_layers}..{num_layers - 1})")
+    return layer - num_layers if layer >= 0 else layer
+
+
+class TokenEmbedder:
+    def __init__(self, encoder, layer=None, unit: str = "word", dtype: str = "float32"):
+        if unit not in TOKEN_UNITS:
+            raise ValueError(f"unknown token unit {unit!r}; expected one of {list(TOKEN_UNITS)}")
+        if dtype not in TOKEN_DTYPES:
+            raise ValueError(f"unknown token dtype {dtype!r}; expected one of {list(TOKEN_DTYPES)}")
+        if not hasattr(encoder, "tokenize_with_offsets"):
+            raise ValueError("token granularity needs a preprocessor with tokenize_with_offsets "
+                             "(every `beam-embed export-model` export has one)")
+        self.encoder = encoder
+        self.layer = parse_token_layer(layer, encoder.kind, encoder.num_layers)
+        self.unit = "word" if encoder.kind == "elmo" else unit
+        self.dtype = np.dtype(dtype)
+        self._room = encoder.max_seq_length - encoder.special_tokens
+        self._offset = 1 if encoder.special_tokens else 0  # [CLS] comes first
+
+    @property
+    def width(self) -> int:
+        return self.encoder.width
+
+    def embed(self, texts: list[str]) -> TokenVectors:
+        pieces, word_begin, word_end = self.encoder.tokenize_with_offsets(texts)
+        nested = pieces.ragged_rank == 2  # BERT: [batch, words, pieces]; ELMo: [batch, words]
+        flat = pieces.merge_dims(1, 2) if nested else pieces
+        lengths = flat.row_lengths().numpy()
+        out = self.encoder.encode(flat[:, :self._room],
+                                  (self.layer,) if isinstance(self.layer, int) else ())
+        layer = out.layers[self.layer]
+        result = TokenVectors([], [], [], [], (lengths + self.encoder.special_tokens)
+                              .astype(np.int32), lengths > self._room)
+        strings = self._strings(flat) if not nested or self.unit == "wordpiece" else None
+        pieces_per_word = pieces.row_lengths(axis=2) if nested else None
+        for i, text in enumerate(texts):
+            index = _char_index(text)
+            starts = index[word_begin[i].numpy()]
+            ends = index[word_end[i].numpy()]
+            n = min(int(lengths[i]), self._room)
+            vectors = layer[i, self._offset:self._offset + n]
+            if not nested:
+                words = [text[s:e] for s, e in zip(starts, ends)][:n]
+                self._add(result, words, starts[:n], ends[:n], vectors)
+                result.pieces.append(np.ones(len(words), np.int64))
+            elif self.unit == "word":
+                counts = pieces_per_word[i].numpy()
+                owner = np.repeat(np.arange(len(counts)), counts)[:n]
+                kept = np.unique(owner)
+                sums = np.zeros((len(counts), layer.shape[-1]), np.float64)
+                np.add.at(sums, owner, vectors)
+                means = sums[kept] / np.bincount(owner)[kept][:, None]
+                self._add(result, [text[s:e] for s, e in zip(starts[kept], ends[kept])],
+                          starts[kept], ends[kept], means)
+                result.pieces.append(np.bincount(owner)[kept])
+            else:
+                self._add(result, strings[i][:n], *self._piece_spans(
+                    strings[i][:n], pieces[i].row_lengths().numpy(), starts, ends), vectors)
+        return result
+
+    def _add(self, result, tokens, starts, ends, vectors):
+        result.tokens.append(list(tokens))
+        result.starts.append(np.asarray(starts, np.int32))
+        result.ends.append(np.asarray(ends, np.int32))
+        result.vectors.append(np.asarray(vectors, self.dtype))
+
+    def _strings(self, flat: tf.RaggedTensor) -> list[list[str]]:
+        if flat.dtype == tf.string:
+            return [[t.decode("utf-8") for t in row] for row in flat.to_list()]
+        vocab = self.encoder.vocabulary()
+        return [[vocab[t] for t in row] for row in flat.to_list()]
+
+    @staticmethod
+    def _piece_spans(strings, counts, word_starts, word_ends):
+        """Each piece's span: exact when the word's pieces spell it out character for
+        character (accents stripped keep the count), else the whole word's span."""
+        starts, ends, k = [], [], 0
+        for w, count in enumerate(counts):
+            pieces = strings[k:k + count]
+            if not pieces:
+                break
+            sizes = [len(p[2:] if p.startswith("##") else p) for p in pieces]
+            exact = "[UNK]" not in pieces and sum(sizes) == word_ends[w] - word_starts[w]
+            pos = word_starts[w]
+            for size in sizes:
+                starts.append(pos if exact else word_starts[w])
+                ends.append(pos + size if exact else word_ends[w])
+                pos += size
+            k += count
+        return starts, ends
