@@ -115,9 +115,8 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
     def _embed(self, records: list[Record], model) -> list:
         try:
             return [_embedded(records, model.embed([r.text for r in records]))]
-        except Exception:  # isolate the record that broke the batch; the rest still embed
-            if len(records) == 1:
-                raise
+        except Exception:  # noqa: BLE001 - isolate the record(s) that broke the batch
+            pass
         out = []
         for record in records:
             try:

@@ -58,7 +58,8 @@ def prepare_output(cfg) -> None:
                          f"{existing[0]}); pass --overwrite to replace it or choose another --output")
     if existing:
         FileSystems.delete(existing)
-    FileSystems.mkdirs(cfg.output) if not FileSystems.exists(cfg.output) else None
+    if not FileSystems.exists(cfg.output):
+        FileSystems.mkdirs(cfg.output)
 
 
 def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
