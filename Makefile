@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench
+.PHONY: setup run test browser
 
 setup: $(STAMP)
 
@@ -19,5 +19,10 @@ $(STAMP): setup.py
 run: $(STAMP)
 	$(VENV)/bin/beam-embed run --overwrite $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(VENV)/bin/python -m pytest -q tests $(ARGS)
+
+# The plot test opens the HTML in a real headless Chromium (Debian's package).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "install Debian's chromium package for the browser test"; exit 1; }

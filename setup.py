@@ -12,14 +12,15 @@ RUNTIME = [
     "tensorflow-hub==0.16.1",
     "tf-keras==2.21.0",
     "apache-beam[gcp]==2.77.0",
-    "numpy>=1.26",
-    "pyarrow>=17",
-    "pyyaml>=6",
+    "numpy==2.4.6",
+    "pyarrow==25.0.1",
+    "pyyaml==6.0.4",
     "pysbd==0.3.4",
-    "scikit-learn>=1.5",
-]
+    "scikit-learn==1.9.1",
+]  # exact pins: workers install these (docker/requirements.txt repeats them; a test checks)
 EXPORT = ["keras-hub==0.32.0", "safetensors>=0.4"]  # export-model only; never on workers
-DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1"]
+VIZ = ["plotly>=6", "matplotlib>=3.8"]  # beam-embed pca's HTML/PNG exports, on the launcher
+DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20"]
 
 setuptools.setup(
     name="beam-embed",
@@ -28,6 +29,6 @@ setuptools.setup(
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
     install_requires=RUNTIME,
-    extras_require={"export": EXPORT, "dev": EXPORT + DEV},
+    extras_require={"export": EXPORT, "viz": VIZ, "dev": EXPORT + VIZ + DEV},
     entry_points={"console_scripts": ["beam-embed=pipeline.cli:main"]},
 )

@@ -20,6 +20,7 @@ from pipeline import config as job_config
 from pipeline.embed import EmbedRecords
 from pipeline.formats import Fields
 from pipeline.options import EmbedOptions, parse
+from pipeline.runners import runner_for
 from pipeline.sample_corpus import write_sample
 from pipeline.sinks import (OutputSchema, WriteDeadLetters, WriteManifest, WriteParquet,
                             WriteTFRecord, count)
@@ -130,7 +131,9 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1) -> No
     errors = dead | "OnlyErrors" >> beam.Filter(lambda d: d.kind != "empty")
     read = (corpus["read_records"], corpus["read_dead"]) | "AllRead" >> beam.Flatten()
     counts = [("read", count(read, "Read")), ("embedded", count(embedded["batches"], "Embedded")),
-              ("skipped_empty", count(empty, "Empty")), ("dead_lettered", count(errors, "Dead"))]
+              ("skipped_empty", count(empty, "Empty")), ("dead_lettered", count(errors, "Dead")),
+              ("truncated", count(embedded["batches"], "Truncated", lambda b: int(b.truncated.sum()))),
+              ("tokens", count(embedded["batches"], "Tokens", lambda b: int(b.num_tokens.sum())))]
     if cfg.split != "none":
         counts.append(("split_records", count(corpus["records"], "Split")))
     p | "WriteManifest" >> WriteManifest(
@@ -157,9 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         print(EmbedOptions.__doc__ or "", file=sys.stderr)
         parser = __import__("argparse").ArgumentParser(prog="beam-embed run")
         EmbedOptions._add_argparse_args(parser)
+        from pipeline.dataflow_options import DryRunOptions
+        DryRunOptions._add_argparse_args(parser)
         parser.print_help()
         return 0
     try:
+        from pipeline.dataflow import dry_run, wants_dry_run  # --dry-run: describe, run nothing
+        if wants_dry_run(argv):
+            return dry_run(argv)
         options, cfg = configure(argv)
         files = expand_inputs(list(cfg.inputs))
         if not files:
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"embedding {len(files)} file(s) with {cfg.model.name} "
         f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}")
     workers = options.view_as(DirectOptions).direct_num_workers or 1
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(runner=runner_for(options), options=options) as p:
         build_pipeline(p, cfg, files, widths, workers)
     return summarize(cfg.output)
 
@@ -181,8 +189,9 @@ def summarize(output: str) -> int:
     with FileSystems.open(FileSystems.join(output, "manifest.json")) as f:
         manifest = json.load(f)
     c = manifest["counts"]
-    log(f"done: read {c['read']}, embedded {c['embedded']}, skipped empty {c['skipped_empty']}, "
-        f"dead-lettered {c['dead_lettered']} in {manifest['wall_time_s']:.1f}s -> {output}")
+    log(f"done: read {c['read']}, embedded {c['embedded']} ({c['truncated']} truncated), skipped "
+        f"empty {c['skipped_empty']}, dead-lettered {c['dead_lettered']}, {c['tokens']} tokens in "
+        f"{manifest['wall_time_s']:.1f}s -> {output}")
     return 0
 
 

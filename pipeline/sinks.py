@@ -137,10 +137,12 @@ class WriteDeadLetters(beam.PTransform):
                     file_name_suffix=".jsonl"))
 
 
-def count(pcoll, label: str):
-    """A singleton PCollection with the number of elements (batches count their records)."""
+def count(pcoll, label: str, size=None):
+    """A singleton PCollection summing `size` over elements (default: batches count their
+    records, anything else 1)."""
+    size = size or (lambda x: len(x) if isinstance(x, EmbeddedBatch) else 1)
     return (pcoll
-            | f"Size{label}" >> beam.Map(lambda x: len(x) if isinstance(x, EmbeddedBatch) else 1)
+            | f"Size{label}" >> beam.Map(size)
             | f"Count{label}" >> beam.CombineGlobally(sum))
 
 

@@ -39,6 +39,7 @@ class _ReadFile(beam.DoFn):
         self._fields = fields
         self._total = total_bytes
         self._read = beam.metrics.Metrics.counter(NAMESPACE, "read")
+        self._dead = beam.metrics.Metrics.counter(NAMESPACE, "dead_lettered")
         self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_read")
 
     def process(self, file: tuple[str, int]):
@@ -49,11 +50,13 @@ class _ReadFile(beam.DoFn):
                 for item in READERS[fmt](path, f, self._fields):
                     self._read.inc()
                     if isinstance(item, DeadLetter):
+                        self._dead.inc()
                         yield beam.pvalue.TaggedOutput(DEAD, item)
                     else:
                         yield item
         except (OSError, EOFError, ValueError, zlib.error) as e:  # unreadable or corrupt file
             self._read.inc()
+            self._dead.inc()
             yield beam.pvalue.TaggedOutput(
                 DEAD, DeadLetter.of(path, path, f"cannot read {fmt} file ({e}); records after this point are lost"))
         self._bytes.inc(size)

@@ -155,8 +155,11 @@ def _broken(tmp_path, edit):
     (lambda d: os.remove(os.path.join(d, "model.safetensors")), "no weights"),
     (lambda d: _rewrite_config(d, model_type="gpt2"), "'gpt2' is not a BERT-family"),
     (lambda d: _append(os.path.join(d, "vocab.txt"), "extra\n"), "does not belong to these weights"),
+    (lambda d: os.rename(os.path.join(d, "model.safetensors"), os.path.join(d, "pytorch_model.bin")),
+     "holds pytorch_model.bin; reading it needs PyTorch"),
 ])
-def test_bad_checkpoints_fail_with_one_clear_line(tmp_path, edit, message):
+def test_bad_checkpoints_fail_with_one_clear_line(tmp_path, monkeypatch, edit, message):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as on a machine without PyTorch
     src = _broken(tmp_path, edit)
     with pytest.raises(CheckpointError, match=message) as info:
         export_checkpoint(src, str(tmp_path / "out"))

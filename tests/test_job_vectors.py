@@ -68,7 +68,7 @@ def test_truncation_is_flagged_and_chunking_averages_windows(tiny_export, tiny_c
     rows = parquet_rows(str(tmp_path / "t"))
     row = rows[f"{corpus}:1"]
     assert row["truncated"] is True and row["num_tokens"] == 23
-    assert trunc["counts"]["embedded"] == 2
+    assert trunc["counts"]["embedded"] == 2 and trunc["counts"]["truncated"] == 1
     np.testing.assert_allclose(row["mean"], _reference(weights, [long_text], 10)[0]["mean"][0],
                                atol=1e-5)
 

@@ -1,0 +1,61 @@
+"""2-D/3-D maps of the sample for the plots: the leading PCs, or a non-linear map of all K PCs
+(PCA to K, then t-SNE or UMAP, as the ELMo notebook did), on the bounded sample only."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+
+def _pca(coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
+    return coords[:, :dims]
+
+
+def _tsne(coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
+    from sklearn.manifold import TSNE
+
+    perplexity = min(30.0, (len(coords) - 1) / 3)
+    return TSNE(n_components=dims, perplexity=perplexity, init="pca",
+                random_state=seed).fit_transform(coords)
+
+
+def _umap(coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
+    import umap
+
+    return umap.UMAP(n_components=dims, random_state=seed).fit_transform(coords)
+
+
+# name -> (map function, axis label prefix, title, extra package or None)
+MAPS = {
+    "pca": (_pca, "PC", "PCA", None),
+    "tsne": (_tsne, "t-SNE ", "t-SNE of {k} PCs", None),
+    "umap": (_umap, "UMAP ", "UMAP of {k} PCs", "umap"),
+}
+
+
+def check_method(method: str, components: int, dims: int) -> None:
+    """Fails on a map that cannot run here, naming the choices."""
+    if method not in MAPS:
+        raise ValueError(f"unknown method {method!r}; expected one of {sorted(MAPS)}")
+    package = MAPS[method][3]
+    if package and importlib.util.find_spec(package) is None:
+        usable = sorted(m for m, spec in MAPS.items()
+                        if not spec[3] or importlib.util.find_spec(spec[3]))
+        raise ValueError(f"method {method!r} needs umap-learn (pip install umap-learn); "
+                         f"usable here: {usable}")
+    if components < dims:
+        raise ValueError(f"--dims {dims} needs at least {dims} components; got {components}")
+
+
+def compute_map(method: str, coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
+    """[n, K] PCA coordinates -> [n, dims] plot coordinates."""
+    return np.asarray(MAPS[method][0](coords, dims, seed), np.float64)
+
+
+def axis_labels(method: str, dims: int) -> list[str]:
+    return [f"{MAPS[method][1]}{i}" for i in range(1, dims + 1)]
+
+
+def map_title(method: str, components: int) -> str:
+    return MAPS[method][2].format(k=components)
