@@ -13,6 +13,7 @@ import yaml
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from models.embedder import LONG_TEXT_MODES
+from pipeline import dataflow_options  # noqa: F401  (registers --dry-run and --job-file)
 from pipeline.cleaning import SPLIT_MODES
 from pipeline.formats import READERS
 from pipeline.sinks import FORMATS

@@ -160,9 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         print(EmbedOptions.__doc__ or "", file=sys.stderr)
         parser = __import__("argparse").ArgumentParser(prog="beam-embed run")
         EmbedOptions._add_argparse_args(parser)
+        from pipeline.dataflow_options import DryRunOptions
+        DryRunOptions._add_argparse_args(parser)
         parser.print_help()
         return 0
     try:
+        from pipeline.dataflow_options import wants_dry_run
+        if wants_dry_run(argv):  # --dry-run: build and describe the job, run and contact nothing
+            from pipeline.dataflow import dry_run
+            return dry_run(argv)
         options, cfg = configure(argv)
         files = expand_inputs(list(cfg.inputs))
         if not files:

@@ -1,0 +1,105 @@
+"""docker/: the GPU worker image's Dockerfile and build context agree with setup.py's pins.
+
+Nothing is built: the Dockerfile is parsed (ARG defaults substituted into FROM lines) and the
+pins are read from setup.py's source, so a version bump in one place and not the other fails.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCKER = os.path.join(REPO, "docker")
+CONTEXT_LIMIT_BYTES = 64 * 1024
+
+
+def setup_assignments() -> dict:
+    """Top-level constants and the setup() keywords of setup.py, read without running it."""
+    with open(os.path.join(REPO, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.isupper()):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "python_requires":
+            out["python_requires"] = ast.literal_eval(node.value)
+    return out
+
+
+def pins() -> dict[str, str]:
+    pinned = {}
+    for req in setup_assignments()["RUNTIME"]:
+        name, _, version = req.partition("==")
+        pinned[re.sub(r"\[.*\]", "", name)] = version
+    return pinned
+
+
+def dockerfile() -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """(instruction, resolved arguments) per instruction, and the global ARG defaults."""
+    with open(os.path.join(DOCKER, "Dockerfile"), encoding="utf-8") as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    args, out, seen_from = {}, [], False
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        instruction, _, rest = line.partition(" ")
+        instruction = instruction.upper()
+        if instruction == "ARG" and not seen_from and "=" in rest:
+            key, _, value = rest.partition("=")
+            args[key.strip()] = value.strip()
+        seen_from |= instruction == "FROM"
+        rest = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), rest)
+        out.append((instruction, rest.strip()))
+    return out, args
+
+
+def test_base_images_match_the_pins():
+    instructions, args = dockerfile()
+    images = [rest.split()[0] for ins, rest in instructions if ins == "FROM"]
+    p = pins()
+    python = setup_assignments()["python_requires"].lstrip(">=~")
+    assert args["PYTHON_VERSION"] == python
+    assert images == [f"apache/beam_python{python}_sdk:{p['apache-beam']}",
+                      f"tensorflow/tensorflow:{p['tensorflow']}-gpu"]
+    assert (args["BEAM_VERSION"], args["TF_VERSION"]) == (p["apache-beam"], p["tensorflow"])
+
+
+def test_image_runs_the_beam_harness_with_memory_growth():
+    instructions, _ = dockerfile()
+    assert ("COPY", "--from=beam_sdk /opt/apache/beam /opt/apache/beam") in instructions
+    assert instructions[-1] == ("ENTRYPOINT", '["/opt/apache/beam/boot"]')
+    env = " ".join(rest for ins, rest in instructions if ins == "ENV")
+    assert "TF_FORCE_GPU_ALLOW_GROWTH=true" in env
+
+
+def test_requirements_are_setup_py_runtime_pins():
+    with open(os.path.join(DOCKER, "requirements.txt"), encoding="utf-8") as f:
+        lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    assert lines == setup_assignments()["RUNTIME"]
+    assert all("==" in req for req in lines), "every worker requirement is pinned exactly"
+
+
+def test_build_context_is_small_and_holds_what_is_copied():
+    instructions, _ = dockerfile()
+    sources = [rest.split()[0] for ins, rest in instructions
+               if ins == "COPY" and not rest.startswith("--from")]
+    assert sources == ["requirements.txt"]
+    for src in sources:
+        assert os.path.isfile(os.path.join(DOCKER, src))
+    size = sum(os.path.getsize(os.path.join(root, f))
+               for root, _, files in os.walk(DOCKER) for f in files)
+    assert size < CONTEXT_LIMIT_BYTES
+
+
+def test_gpu_config_names_an_image_built_from_these_pins():
+    with open(os.path.join(REPO, "configs", "dataflow_gpu.yaml"), encoding="utf-8") as f:
+        image = yaml.safe_load(f)["sdk_container_image"]
+    p = pins()
+    assert image.endswith(f":tf{p['tensorflow']}-beam{p['apache-beam']}")
