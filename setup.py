@@ -30,5 +30,6 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
     install_requires=RUNTIME,
     extras_require={"export": EXPORT, "viz": VIZ, "dev": EXPORT + VIZ + DEV},
+    data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=pipeline.cli:main"]},
 )

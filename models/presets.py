@@ -13,11 +13,21 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 
 import yaml
 
-PRESETS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "configs", "models.yaml")
+def _presets_file() -> str:
+    """$BEAM_EMBED_PRESETS, else the checkout's configs/models.yaml (editable installs), else the
+    copy setup.py installs under <prefix>/share/beam-embed (plain installs)."""
+    candidates = [os.environ.get("BEAM_EMBED_PRESETS"),
+                  os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "configs", "models.yaml"),
+                  os.path.join(sys.prefix, "share", "beam-embed", "models.yaml")]
+    return next((c for c in candidates if c and os.path.exists(c)), candidates[1])
+
+
+PRESETS_FILE = _presets_file()
 PRESET_KEYS = {"kind", "name", "checkpoint", "encoder", "preprocessor", "pooling", "normalize",
                "max_seq_length", "signature"}
 
