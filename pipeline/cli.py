@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 
@@ -29,21 +30,18 @@ def _export_model(argv: list[str]) -> int:
     return 0
 
 
-def _run(argv: list[str]) -> int:
-    from pipeline.run import main
-    return main(argv)
-
-
-def _pca(argv: list[str]) -> int:
-    from pipeline.pca import main
-    return main(argv) or 0
-
-
-COMMANDS = {
-    "export-model": _export_model,
-    "run": _run,
-    "pca": _pca,
+# Every other command is a module with main(argv) -> exit code, imported only when asked for.
+MODULES = {
+    "run": "pipeline.run",
+    "pca": "pipeline.pca",
+    "eval": "pipeline.evaluate",
+    "search": "pipeline.search",
+    "tokens": "pipeline.compare_tokens",
+    "similarity": "pipeline.similarity",
 }
+COMMANDS = {"export-model": _export_model,
+            **{name: (lambda argv, m=module: importlib.import_module(m).main(argv) or 0)
+               for name, module in MODULES.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:

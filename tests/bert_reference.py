@@ -111,3 +111,22 @@ def forward(w, ids, mask, type_ids, layers, heads, hidden_act="gelu"):
         outs.append(x)
     pooled = np.tanh(x[:, 0] @ w["pooler.dense.weight"].T + w["pooler.dense.bias"])
     return outs, pooled
+
+
+def tiny_poolings(weights, texts: list[str], max_len: int = 64):
+    """Every pooling of a tiny checkpoint (2 layers, 2 heads) for texts of whitespace-separated
+    TINY_VOCAB words, by hand: [CLS] words [SEP] through the float64 numpy BERT. Returns
+    ({pooling spec: [texts, width]}, token counts)."""
+    index = {w: i for i, w in enumerate(TINY_VOCAB)}
+    rows = [[2] + [index.get(w, 1) for w in t.split()][: max_len - 2] + [3] for t in texts]
+    seq = max(map(len, rows))
+    ids = np.array([r + [0] * (seq - len(r)) for r in rows], np.int32)
+    mask = (ids != 0).astype(np.float64)
+    layers, pooled = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2)
+
+    def mean(x):
+        return (x * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+
+    return {"cls": layers[-1][:, 0], "pooled_output": pooled, "mean": mean(layers[-1]),
+            "mean@-2": mean(layers[-2]),
+            "max@0": np.where(mask[..., None] > 0, layers[0], -np.inf).max(1)}, [len(r) for r in rows]

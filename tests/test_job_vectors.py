@@ -9,28 +9,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.bert_reference import TINY_VOCAB, forward
+from tests.bert_reference import tiny_poolings
 from tests.job_helpers import parquet_rows, run_job, tfrecord_rows, write_lines
 
 TEXTS = ["the cat sat on the mat .", "a dog", "the river bank was big and small",
          "money is money , the bank is big !", "play", "the small dog sat on a big mat ?"]
 
 
+COLUMNS = {"cls": "cls", "pooled_output": "pooled_output", "mean": "mean",
+           "mean@-2": "mean_layer_m2", "max@0": "max_layer_0"}
+
+
 def _reference(weights, texts, max_len=64):
-    """[CLS] words [SEP] packed by hand, run through the numpy BERT, pooled by hand."""
-    index = {w: i for i, w in enumerate(TINY_VOCAB)}
-    rows = [[2] + [index.get(w, 1) for w in t.split()][: max_len - 2] + [3] for t in texts]
-    seq = max(map(len, rows))
-    ids = np.array([r + [0] * (seq - len(r)) for r in rows], np.int32)
-    mask = (ids != 0).astype(np.float64)
-    layers, pooled = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2)
-
-    def mean(x):
-        return (x * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-
-    return {"cls": layers[-1][:, 0], "pooled_output": pooled, "mean": mean(layers[-1]),
-            "mean_layer_m2": mean(layers[-2]), "max_layer_0": np.where(
-                mask[..., None] > 0, layers[0], -np.inf).max(1)}, [len(r) for r in rows]
+    """The tiny model's poolings by hand (numpy BERT), keyed by output column."""
+    ref, lengths = tiny_poolings(weights, texts, max_len)
+    return {COLUMNS[spec]: v for spec, v in ref.items()}, lengths
 
 
 def _unit(x):
