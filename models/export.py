@@ -20,12 +20,12 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from models.bert_encoder import BertEncoder, BertLayerWeights, BertWeights
+from models.bert_encoder import PRECISIONS, BertEncoder, BertLayerWeights, BertWeights
 from models.bert_preprocessor import BertPreprocessor
 from models.checkpoint import Checkpoint, CheckpointError, inspect_checkpoint
 
 METADATA_FILE = "beam_embed.json"
-FORMAT_VERSION = 2  # 2: the preprocessor has tokenize_with_offsets
+FORMAT_VERSION = 3  # 2: the preprocessor has tokenize_with_offsets; 3: encoder.bf16/.fp16
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 
 
@@ -140,6 +140,7 @@ def metadata(ckpt: Checkpoint, name: str | None = None) -> dict:
         "lower_case": ckpt.tokenizer.lower_case,
         "strip_accents": ckpt.tokenizer.strip_accents,
         "hidden_act": cfg.get("hidden_act", "gelu"),
+        "precisions": list(PRECISIONS),
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
     }

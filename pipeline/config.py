@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from models.bert_encoder import PRECISIONS
 from models.embedder import LONG_TEXT_MODES
 from models.encoders.elmo import SIGNATURES
 from models.tokens import TOKEN_DTYPES, TOKEN_UNITS
@@ -54,6 +55,23 @@ def _positive(name: str, value: int) -> int:
     return value
 
 
+def worker_threads(opts) -> tuple[int, int]:
+    """(intra-op, inter-op) TensorFlow threads per worker process: the DirectRunner's
+    multi-processing workers share this machine's cores; anything else keeps TF's defaults (0)."""
+    import os
+
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    runner = opts.view_as(StandardOptions).runner
+    direct = opts.view_as(DirectOptions)
+    if runner not in (None, "DirectRunner", "direct") or \
+            direct.direct_running_mode != "multi_processing":
+        return 0, 0
+    cores = os.cpu_count() or 1
+    workers = direct.direct_num_workers or cores  # Beam: 0 means one worker per core
+    return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
+
+
 def model_spec(opts) -> ModelSpec:
     """--encoder with --preprocessor is a TF-Hub BERT pair; --encoder alone an ELMo module."""
     if opts.encoder:
@@ -92,6 +110,12 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
     _choice("token-unit", opts.token_unit, TOKEN_UNITS)
     _choice("token-dtype", opts.token_dtype, TOKEN_DTYPES)
     _choice("elmo-signature", opts.elmo_signature, SIGNATURES)
+    _choice("precision", opts.precision, PRECISIONS)
+    supported = getattr(cls, "precisions", ("fp32",))
+    if opts.precision not in supported:
+        raise ValueError(f"--precision {opts.precision} is not available for {model.kind} "
+                         f"encoders; expected one of {list(supported)}")
+    intra_op, inter_op = worker_threads(opts)
     if opts.granularity == "token" and opts.long_text == "chunk":
         raise ValueError("--long-text chunk applies to sentence vectors; token granularity "
                          "truncates (use --split sentences for long documents)")
@@ -100,7 +124,9 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
                           long_text=opts.long_text,
                           options=(("signature", opts.elmo_signature),),
                           granularity=opts.granularity, token_layer=opts.token_layer,
-                          token_unit=opts.token_unit, token_dtype=opts.token_dtype)
+                          token_unit=opts.token_unit, token_dtype=opts.token_dtype,
+                          precision=opts.precision, intra_op_threads=intra_op,
+                          inter_op_threads=inter_op)
     return JobConfig(
         inputs=tuple(opts.input or default_inputs),
         input_format=opts.input_format,

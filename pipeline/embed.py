@@ -36,15 +36,25 @@ class EncoderSpec:
     token_layer: str | None = None
     token_unit: str = "word"
     token_dtype: str = "float32"
+    # --- precision and thread plumbing (issue 8) ---
+    precision: str = "fp32"  # fp32 | bf16 | fp16: the encoder's compute precision
+    intra_op_threads: int = 0  # TensorFlow pools per worker process; 0: TF's default (all cores)
+    inter_op_threads: int = 0
 
     def build(self):
         """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
-        from models.embedder import Embedder
+        from models.embedder import Embedder, configure_threads
         from models.encoders import encoder_class
         from models.pooling import parse_poolings
         from models.tokens import TokenEmbedder
 
+        configure_threads(self.intra_op_threads, self.inter_op_threads)  # before the model loads
         cls = encoder_class(self.kind)
+        supported = getattr(cls, "precisions", ("fp32",))
+        if self.precision not in supported:
+            raise ValueError(f"precision {self.precision!r} is not available for {self.kind} "
+                             f"encoders; expected one of {list(supported)}")
+        # --- end precision and thread plumbing ---
         encoder = cls.from_spec(self)
         if self.granularity == "token":
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)

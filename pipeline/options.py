@@ -68,6 +68,10 @@ class EmbedOptions(PipelineOptions):
         g.add_argument("--batch_tokens", "--batch-tokens", type=int, default=8192,
                        help="token budget of one inference batch")
         g.add_argument("--max_batch_size", "--max-batch-size", type=int, default=256)
+        g.add_argument("--precision", default="fp32",
+                       help="encoder compute precision: fp32 (exact), bf16 (CPUs with AMX/AVX-512 "
+                            "bf16, GPUs; ~3-4x faster on AMX, cosine to fp32 > 0.9999) or fp16 "
+                            "(GPUs); bf16/fp16 need an export-model encoder")
         g.add_argument("--output", default="output/embeddings", help="output folder (or gs://)")
         g.add_argument("--format", default="parquet,tfrecord",
                        help=f"comma-separated, of {list(FORMATS)}")

@@ -8,40 +8,107 @@ Works for TF-Hub's own models (`bert_en_uncased_L-12_H-768_A-12/4` with
 from __future__ import annotations
 
 import bisect
+import collections
+import logging
+import os
 
 import numpy as np
 import tensorflow as tf
 
+from models.bert_encoder import PRECISIONS
 from models.hub_loader import load_handle
 from models.pooling import LAYERED, POOLERS, EncoderOutput
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
 # few retraces, little padding).
 SEQ_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# BERT groups (see HubBertEncoder.plan) use finer lengths: 2-token steps where short texts live.
+GROUP_BUCKETS = (*range(4, 33, 2), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
+                 *range(288, 513, 32))
 SPECIAL_TOKENS_PER_TEXT = 2  # [CLS] ... [SEP]
+# The plan's cost model, in padded tokens (measured with bf16 MiniLM on 2 AMX cores; both scale
+# with the machine like the per-token cost does): one more encoder call costs ~7 ms (~200 tokens),
+# a (rows, length) shape not seen before ~15 ms more (oneDNN creates its kernels per shape).
+GROUP_ROWS = 8  # groups are cut on multiples of 8 rows: few distinct shapes
+CALL_COST_TOKENS = 200
+NEW_SHAPE_COST_TOKENS = 400
 
 
-def bucket_length(longest: int, max_seq_length: int) -> int:
-    i = bisect.bisect_left(SEQ_BUCKETS, longest)
-    return min(SEQ_BUCKETS[i] if i < len(SEQ_BUCKETS) else longest, max_seq_length)
+def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int:
+    i = bisect.bisect_left(buckets, longest)
+    return min(buckets[i] if i < len(buckets) else longest, max_seq_length)
+
+
+# Loaded (preprocessor, encoder) pairs of this process, most recent last. The job's launcher
+# loads the model to check it before the pipeline starts; the in-process DirectRunner then loads
+# it again in RunInference: this keeps the second load (and the first call's graph optimization,
+# ~1 s for the bf16 graph) from being paid twice. Bounded: a process rarely holds more than one.
+_LOADED: collections.OrderedDict = collections.OrderedDict()
+_LOADED_MAX = 2
+
+
+def _version(handle: str):
+    pb = os.path.join(handle, "saved_model.pb")
+    return os.path.getmtime(pb) if "://" not in handle and os.path.exists(pb) else None
+
+
+def load_pair(encoder: str, preprocessor: str):
+    """(preprocessor, encoder) SavedModels, loaded once per process (and per export version)."""
+    key = (encoder, _version(encoder), preprocessor, _version(preprocessor))
+    if key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    pair = (load_handle(preprocessor), load_handle(encoder))
+    _LOADED[key] = pair
+    while len(_LOADED) > _LOADED_MAX:
+        _LOADED.popitem(last=False)
+    return pair
+
+
+def select_precision(encoder, handle: str, precision: str):
+    """The loaded encoder's function for `precision`: fp32 is the contract's own call; bf16/fp16
+    are the functions `export-model` adds (see models/bert_encoder.py). TF-Hub's own BERT
+    SavedModels have only fp32: asking them for less fails here, before any data is read."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {list(PRECISIONS)}")
+    if precision == "fp32":
+        return encoder
+    fn = getattr(encoder, precision, None)
+    if fn is None or not callable(fn):
+        raise ValueError(
+            f"precision {precision!r} needs an encoder exported by `beam-embed export-model` "
+            f"(export format 3 or later); {handle!r} computes in fp32 only (TF-Hub's own BERT "
+            f"SavedModels have no {precision} path). Use --precision fp32, or export the "
+            "checkpoint (or re-export an older export) with `beam-embed export-model`")
+    if precision == "fp16" and not tf.config.list_physical_devices("GPU"):
+        logging.getLogger(__name__).warning(
+            "--precision fp16 without a GPU: CPUs have no fast float16 matmul here; bf16 is the "
+            "fast CPU precision (AMX/AVX-512 bf16)")
+    return fn
 
 
 class HubBertEncoder:
     kind = "bert"
     special_tokens = SPECIAL_TOKENS_PER_TEXT
+    precisions = PRECISIONS
 
-    def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512):
-        self._preprocessor = load_handle(preprocessor)
-        self._encoder = load_handle(encoder)
+    def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
+                 precision: str = "fp32"):
+        self._preprocessor, self._encoder = load_pair(encoder, preprocessor)
+        self._forward = select_precision(self._encoder, encoder, precision)
+        self.precision = precision
         self.max_seq_length = max_seq_length
         self._vocab = None
+        self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
+        self._cls, self._sep, self._pad = self._special_ids()
         probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), 4)
         self.num_layers = len(probe["encoder_outputs"])
         self.width = int(probe["sequence_output"].shape[-1])
 
     @classmethod
     def from_spec(cls, spec) -> "HubBertEncoder":
-        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length)
+        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length,
+                   getattr(spec, "precision", "fp32"))
 
     @staticmethod
     def pooling_registry():
@@ -68,21 +135,88 @@ class HubBertEncoder:
                 self._vocab = [line.rstrip("\n") for line in f]
         return self._vocab
 
+    def _special_ids(self) -> tuple[int, int, int]:
+        """[CLS], [SEP] and [PAD] ids: an export-model preprocessor keeps them as variables;
+        others are asked once through the contract's own packer."""
+        ours = [getattr(self._preprocessor, f"{k}_id", None) for k in ("cls", "sep", "pad")]
+        if all(isinstance(v, tf.Variable) for v in ours):
+            return tuple(int(v.numpy()) for v in ours)
+        one = tf.RaggedTensor.from_row_splits(tf.ragged.constant([[7]], dtype=tf.int32),
+                                              tf.constant([0, 1], tf.int64))
+        ids = self._preprocessor.bert_pack_inputs([one], seq_length=tf.constant(4))
+        cls, _, sep, pad = ids["input_word_ids"].numpy()[0].tolist()
+        return cls, sep, pad
+
+    def pack(self, pieces: tf.RaggedTensor, seq_length: int) -> dict[str, np.ndarray]:
+        """`bert_pack_inputs([pieces], seq_length)` for one segment, in numpy: [CLS] pieces
+        [SEP], padded. (The restored packer costs ~180 ms the first time it sees each new
+        number of rows, which the job's varying batch sizes keep hitting.)"""
+        values = pieces.flat_values.numpy().astype(np.int32)
+        splits = pieces.row_splits.numpy()
+        rows = len(splits) - 1
+        lengths = np.diff(splits)
+        kept = np.minimum(lengths, seq_length - SPECIAL_TOKENS_PER_TEXT)
+        row = np.repeat(np.arange(rows), lengths)
+        col = np.arange(len(values)) - np.repeat(splits[:-1], lengths)
+        keep = col < kept[row]
+        ids = np.full((rows, seq_length), self._pad, np.int32)
+        ids[:, 0] = self._cls
+        ids[row[keep], col[keep] + 1] = values[keep]
+        ids[np.arange(rows), kept + 1] = self._sep
+        mask = (np.arange(seq_length)[None, :] < (kept + SPECIAL_TOKENS_PER_TEXT)[:, None])
+        return {"input_word_ids": ids, "input_mask": mask.astype(np.int32),
+                "input_type_ids": np.zeros_like(ids)}
+
     def _run(self, pieces: tf.RaggedTensor, seq_length: int) -> dict:
-        # The contract's packer takes tokenize()'s [batch, words, pieces]: one "word" per row.
-        words = tf.RaggedTensor.from_row_splits(
-            pieces, tf.range(pieces.nrows(out_type=tf.int64) + 1))
-        packed = self._preprocessor.bert_pack_inputs([words], seq_length=tf.constant(seq_length))
-        return {**self._encoder(packed), "input_mask": packed["input_mask"]}
+        packed = self.pack(pieces, seq_length)
+        return {**self._forward(packed), "input_mask": packed["input_mask"]}
+
+    def _length(self, pieces: int) -> int:
+        return bucket_length(pieces + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length, GROUP_BUCKETS)
+
+    def plan(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """Row indices of the groups to encode one by one, for a batch whose rows have `lengths`
+        pieces: the rows sorted by their exact length and cut (on multiples of GROUP_ROWS) where
+        the padding saved outweighs one more call, each group then packed to its own length.
+        The batches arrive sorted by an estimate of their length (the job sorts before
+        tokenizing); this is where the exact lengths are known. Dynamic programming over the cut
+        points; shapes run before cost less (their kernels exist)."""
+        n = len(lengths)
+        order = np.argsort(lengths, kind="stable")
+        if n <= GROUP_ROWS:
+            return [order]
+        seq = [self._length(int(k)) for k in np.asarray(lengths)[order]]
+        ends = [*range(GROUP_ROWS, n, GROUP_ROWS), n]
+        best = {0: (0, 0)}  # group end -> (cost of rows before it, start of its last group)
+        for j in ends:
+            length = seq[j - 1]
+            options = []
+            for i in (0, *ends):
+                if i >= j:
+                    break
+                rows = j - i
+                cost = best[i][0] + rows * length + CALL_COST_TOKENS
+                if (rows, length) not in self._shapes:
+                    cost += NEW_SHAPE_COST_TOKENS
+                options.append((cost, i))
+            best[j] = min(options)
+        groups, j = [], n
+        while j > 0:
+            i = best[j][1]
+            groups.append(order[i:j])
+            j = i
+        return groups[::-1]
 
     def encode(self, pieces: tf.RaggedTensor, layers: tuple[int, ...]) -> EncoderOutput:
         """Runs the encoder on already-tokenized, already-short-enough rows."""
-        longest = int(tf.reduce_max(pieces.row_lengths())) if pieces.nrows() else 0
-        seq_length = bucket_length(longest + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length)
+        rows = int(pieces.nrows())
+        longest = int(tf.reduce_max(pieces.row_lengths())) if rows else 0
+        seq_length = self._length(longest)
+        self._shapes.add((rows, seq_length))
         out = self._run(pieces, seq_length)
         all_layers = out["encoder_outputs"]
         return EncoderOutput(
             layers={k: all_layers[k].numpy() for k in layers},
-            mask=out["input_mask"].numpy().astype(np.float32),
+            mask=out["input_mask"].astype(np.float32),
             pooled={"pooled_output": out["pooled_output"].numpy()},
         )
