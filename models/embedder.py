@@ -101,34 +101,32 @@ class Embedder:
         """Pooled vectors of `rows`, in encoder calls grouped by the encoder's plan (BERT: rows of
         similar exact length, each group packed to its own length) when it has one."""
         plan = getattr(self.encoder, "plan", None)
-        lengths = rows.row_lengths().numpy()
-        groups = plan(lengths) if plan is not None else []
-        while 0 < len(groups) < self._lanes and len(groups[-1]) >= 16:  # one group per lane
-            big = groups.pop()
-            half = (len(big) // 2 + 7) // 8 * 8
-            groups += [big[:half], big[half:]]
-        if len(groups) <= 1:
+        if plan is None:
             return self._encode_group(rows)
-        # the costliest groups first, so the lanes finish together
-        groups.sort(key=lambda index: -len(index) * int(lengths[index].max()))
-        parts = [tf.gather(rows, index) for index in groups]
+        lengths = rows.row_lengths().numpy()
+        groups = plan(lengths, self._lanes)  # [(row indices, shape to run them in)]
+        if len(groups) == 1:
+            return self._encode_group(rows, groups[0][1])
+        groups.sort(key=lambda g: -g[1][0] * g[1][1])  # costliest first: lanes finish together
+        parts = [(tf.gather(rows, index), shape) for index, shape in groups]
         if self._lanes > 1:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._lanes, thread_name_prefix="encoder")
-            results = list(self._executor.map(self._encode_group, parts))
+            results = list(self._executor.map(lambda p: self._encode_group(*p), parts))
         else:
-            results = [self._encode_group(part) for part in parts]
+            results = [self._encode_group(*part) for part in parts]
         pooled = {}
-        for index, result in zip(groups, results):
+        for (index, _), result in zip(groups, results):
             for column, v in result.items():
                 if column not in pooled:
                     pooled[column] = np.empty((len(lengths), v.shape[1]), np.float32)
                 pooled[column][index] = v
         return pooled
 
-    def _encode_group(self, rows: tf.RaggedTensor) -> dict[str, np.ndarray]:
+    def _encode_group(self, rows: tf.RaggedTensor, shape=None) -> dict[str, np.ndarray]:
         layers = {}
-        out = self.encoder.encode(rows, self._layers)
+        out = (self.encoder.encode(rows, self._layers) if shape is None else
+               self.encoder.encode(rows, self._layers, shape))
         for p in self.poolings:  # pooling names negative layers; the encoder may key either way
             if p.layer is not None and p.layer >= 0:
                 layers[p.layer] = out.layers[p.layer - self.encoder.num_layers]

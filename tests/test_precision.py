@@ -247,7 +247,8 @@ def test_grouped_batches_give_each_texts_own_vectors(tiny_export):
     texts = _texts(12 * GROUP_ROWS, GROUP_ROWS + 3)
     lengths = encoder.tokenize(texts).row_lengths().numpy()
     groups = encoder.plan(lengths)
-    assert len(groups) > 1 and sorted(np.concatenate(groups).tolist()) == list(range(len(texts)))
+    assert len(groups) > 1
+    assert sorted(np.concatenate([g for g, _ in groups]).tolist()) == list(range(len(texts)))
     together = embedder.embed(texts).vectors
     for i, text in enumerate(texts):
         alone = embedder.embed([text]).vectors
@@ -261,8 +262,28 @@ def test_plan_groups_are_sorted_by_length_and_cut_on_row_multiples(tiny_export):
     encoder = HubBertEncoder(*handles, max_seq_length=64)
     lengths = np.array([3] * 96 + [40] * 24)[np.random.default_rng(0).permutation(120)]
     groups = encoder.plan(lengths)
-    assert [sorted(set(lengths[g].tolist())) for g in groups] == [[3], [40]]
-    assert all(len(g) % GROUP_ROWS == 0 for g in groups[:-1])
+    assert [sorted(set(lengths[g].tolist())) for g, _ in groups] == [[3], [40]]
+    assert all(len(g) % GROUP_ROWS == 0 for g, _ in groups[:-1])
+    assert [shape for _, shape in groups] == [(96, 6), (24, 44)]  # [CLS] 3 [SEP] -> 6; 42 -> 44
+
+
+def test_past_the_shape_budget_groups_reuse_shapes(tiny_export, monkeypatch):
+    """Each new (rows, length) shape keeps oneDNN kernels alive: past MAX_SHAPES a group runs
+    in an existing shape that holds it, padded with empty texts, and its vectors are unchanged."""
+    import models.encoders.bert as bert
+
+    monkeypatch.setattr(bert, "MAX_SHAPES", 2)
+    handles = (os.path.join(tiny_export, "encoder"), os.path.join(tiny_export, "preprocessor"))
+    encoder = HubBertEncoder(*handles, max_seq_length=64)
+    embedder = Embedder(encoder, parse_poolings("mean,cls"))
+    texts = _texts(12 * GROUP_ROWS, GROUP_ROWS + 3)
+    together = [embedder.embed(texts[i:i + 40]).vectors for i in range(0, len(texts), 40)]
+    assert len(encoder._shapes) <= 3  # the budget, plus one when nothing made yet could hold
+    for k, i in enumerate(range(0, len(texts), 40)):
+        for j, text in enumerate(texts[i:i + 40]):
+            alone = embedder.embed([text]).vectors
+            for column in alone:
+                np.testing.assert_allclose(together[k][column][j], alone[column][0], atol=1e-5)
 
 
 def test_numpy_packing_equals_the_contract_packer(tiny_export):

@@ -32,6 +32,11 @@ SPECIAL_TOKENS_PER_TEXT = 2  # [CLS] ... [SEP]
 GROUP_ROWS = 8  # groups are cut on multiples of 8 rows: few distinct shapes
 CALL_COST_TOKENS = 200
 NEW_SHAPE_COST_TOKENS = 400
+# Each distinct shape keeps ~1.5 MB of oneDNN kernels and primitives alive for the life of the
+# process (measured: RSS grew 200 MB over 200,000 sentences and 193 shapes, and stayed flat when
+# the same shapes repeated). Past this many, a group runs in the cheapest shape already made that
+# holds it (extra rows are empty texts), so memory stays flat however long the job runs.
+MAX_SHAPES = 64
 
 
 def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int:
@@ -100,6 +105,7 @@ class HubBertEncoder:
         self.max_seq_length = max_seq_length
         self._vocab = None
         self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
+        self._fits: dict[tuple[int, int], tuple[int, int] | None] = {}
         self._cls, self._sep, self._pad = self._special_ids()
         probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), 4)
         self.num_layers = len(probe["encoder_outputs"])
@@ -147,14 +153,19 @@ class HubBertEncoder:
         cls, _, sep, pad = ids["input_word_ids"].numpy()[0].tolist()
         return cls, sep, pad
 
-    def pack(self, pieces: tf.RaggedTensor, seq_length: int) -> dict[str, np.ndarray]:
+    def pack(self, pieces: tf.RaggedTensor, seq_length: int,
+             rows: int | None = None) -> dict[str, np.ndarray]:
         """`bert_pack_inputs([pieces], seq_length)` for one segment, in numpy: [CLS] pieces
-        [SEP], padded. (The restored packer costs ~180 ms the first time it sees each new
-        number of rows, which the job's varying batch sizes keep hitting.)"""
+        [SEP], padded; `rows` > the number of texts adds empty texts ([CLS] [SEP]) after them.
+        (The restored packer costs ~180 ms the first time it sees each new number of rows,
+        which the job's varying batch sizes keep hitting.)"""
         values = pieces.flat_values.numpy().astype(np.int32)
         splits = pieces.row_splits.numpy()
-        rows = len(splits) - 1
         lengths = np.diff(splits)
+        if rows is not None and rows > len(lengths):
+            lengths = np.concatenate([lengths, np.zeros(rows - len(lengths), lengths.dtype)])
+            splits = np.concatenate([splits, np.full(rows - len(splits) + 1, splits[-1])])
+        rows = len(lengths)
         kept = np.minimum(lengths, seq_length - SPECIAL_TOKENS_PER_TEXT)
         row = np.repeat(np.arange(rows), lengths)
         col = np.arange(len(values)) - np.repeat(splits[:-1], lengths)
@@ -167,56 +178,84 @@ class HubBertEncoder:
         return {"input_word_ids": ids, "input_mask": mask.astype(np.int32),
                 "input_type_ids": np.zeros_like(ids)}
 
-    def _run(self, pieces: tf.RaggedTensor, seq_length: int) -> dict:
-        packed = self.pack(pieces, seq_length)
+    def _run(self, pieces: tf.RaggedTensor, seq_length: int, rows: int | None = None) -> dict:
+        packed = self.pack(pieces, seq_length, rows)
         return {**self._forward(packed), "input_mask": packed["input_mask"]}
 
     def _length(self, pieces: int) -> int:
         return bucket_length(pieces + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length, GROUP_BUCKETS)
 
-    def plan(self, lengths: np.ndarray) -> list[np.ndarray]:
-        """Row indices of the groups to encode one by one, for a batch whose rows have `lengths`
-        pieces: the rows sorted by their exact length and cut (on multiples of GROUP_ROWS) where
-        the padding saved outweighs one more call, each group then packed to its own length.
-        The batches arrive sorted by an estimate of their length (the job sorts before
-        tokenizing); this is where the exact lengths are known. Dynamic programming over the cut
-        points; shapes run before cost less (their kernels exist)."""
+    def _fit(self, rows: int, length: int) -> tuple[int, int] | None:
+        """The cheapest shape already made that holds rows x length, if any."""
+        key = (rows, length)
+        if key not in self._fits:
+            fits = [(r * n, (r, n)) for r, n in self._shapes if r >= rows and n >= length]
+            self._fits[key] = min(fits)[1] if fits else None
+        return self._fits[key]
+
+    def _shape_cost(self, rows: int, length: int) -> tuple[int, tuple[int, int]]:
+        """(cost in padded tokens, shape to run) for a group of rows x length."""
+        if (rows, length) in self._shapes:
+            return rows * length + CALL_COST_TOKENS, (rows, length)
+        fit = self._fit(rows, length)
+        options = []
+        if fit is not None:
+            options.append((fit[0] * fit[1] + CALL_COST_TOKENS, fit))
+        if fit is None or len(self._shapes) < MAX_SHAPES:
+            options.append((rows * length + CALL_COST_TOKENS + NEW_SHAPE_COST_TOKENS,
+                            (rows, length)))
+        return min(options)
+
+    def plan(self, lengths: np.ndarray, min_groups: int = 1) -> list[tuple[np.ndarray, tuple]]:
+        """The groups to encode one by one, for a batch whose rows have `lengths` pieces: (row
+        indices, (rows, length) shape to run them in). The rows are sorted by their exact length
+        and cut (on multiples of GROUP_ROWS) where the padding saved outweighs one more call;
+        each group is packed to its own length. The batches arrive sorted by an estimate of
+        their length (the job sorts before tokenizing); this is where the exact lengths are
+        known. Dynamic programming over the cut points; shapes run before cost less (their
+        kernels exist), and past MAX_SHAPES only those are used. `min_groups=2` asks for two
+        groups when the batch has 2 * GROUP_ROWS rows or more (two encoder calls can run at
+        once)."""
+        lengths = np.asarray(lengths)
         n = len(lengths)
         order = np.argsort(lengths, kind="stable")
-        if n <= GROUP_ROWS:
-            return [order]
-        seq = [self._length(int(k)) for k in np.asarray(lengths)[order]]
-        ends = [*range(GROUP_ROWS, n, GROUP_ROWS), n]
-        best = {0: (0, 0)}  # group end -> (cost of rows before it, start of its last group)
-        for j in ends:
-            length = seq[j - 1]
-            options = []
-            for i in (0, *ends):
-                if i >= j:
-                    break
-                rows = j - i
-                cost = best[i][0] + rows * length + CALL_COST_TOKENS
-                if (rows, length) not in self._shapes:
-                    cost += NEW_SHAPE_COST_TOKENS
-                options.append((cost, i))
-            best[j] = min(options)
+        seq = [self._length(int(k)) for k in lengths[order]] or [self._length(0)]
+        ends = [*range(GROUP_ROWS, n, GROUP_ROWS), n] if n else [0]
+        best = {0: (0, 0, None)}  # group end -> (cost up to it, start of its group, its shape)
+        for j in ends[n == 0:]:
+            best[j] = min((best[i][0] + cost, i, shape)
+                          for i in (0, *ends) if i < j
+                          for cost, shape in [self._shape_cost(j - i, seq[j - 1])])
+        if n == 0:
+            return [(order, self._shape_cost(0, seq[0])[1])]
+        if min_groups > 1 and best[n][1] == 0 and n >= 2 * GROUP_ROWS:
+            # the cheapest single cut instead (j is a multiple of GROUP_ROWS: not the last end)
+            best[n] = min((best[j][0] + cost, j, shape) for j in ends[:-1]
+                          for cost, shape in [self._shape_cost(n - j, seq[n - 1])])
         groups, j = [], n
         while j > 0:
-            i = best[j][1]
-            groups.append(order[i:j])
+            _, i, shape = best[j]
+            groups.append((order[i:j], shape))
             j = i
         return groups[::-1]
 
-    def encode(self, pieces: tf.RaggedTensor, layers: tuple[int, ...]) -> EncoderOutput:
-        """Runs the encoder on already-tokenized, already-short-enough rows."""
+    def encode(self, pieces: tf.RaggedTensor, layers: tuple[int, ...],
+               shape: tuple[int, int] | None = None) -> EncoderOutput:
+        """Runs the encoder on already-tokenized, already-short-enough rows; in `shape` (rows,
+        length; from `plan`) when given, else packed to their own (bucketed) longest length."""
         rows = int(pieces.nrows())
         longest = int(tf.reduce_max(pieces.row_lengths())) if rows else 0
-        seq_length = self._length(longest)
-        self._shapes.add((rows, seq_length))
-        out = self._run(pieces, seq_length)
+        run_rows, seq_length = shape or (rows, self._length(longest))
+        if run_rows < rows or seq_length < min(longest + SPECIAL_TOKENS_PER_TEXT,
+                                               self.max_seq_length):
+            raise ValueError(f"shape {shape} cannot hold {rows} rows of up to {longest} pieces")
+        if (run_rows, seq_length) not in self._shapes:
+            self._shapes.add((run_rows, seq_length))
+            self._fits.clear()
+        out = self._run(pieces, seq_length, run_rows)
         all_layers = out["encoder_outputs"]
         return EncoderOutput(
-            layers={k: all_layers[k].numpy() for k in layers},
-            mask=out["input_mask"].astype(np.float32),
-            pooled={"pooled_output": out["pooled_output"].numpy()},
+            layers={k: all_layers[k].numpy()[:rows] for k in layers},
+            mask=out["input_mask"][:rows].astype(np.float32),
+            pooled={"pooled_output": out["pooled_output"].numpy()[:rows]},
         )
