@@ -90,8 +90,9 @@ class ReadCorpus(beam.PTransform):
     """Outputs `records` (Record) and `dead` (DeadLetter, read errors and empty texts)."""
 
     def __init__(self, files: list[tuple[str, int]], input_format: str | None, fields: Fields,
-                 clean: bool = True, split: str = "none"):
+                 clean: bool = True, split: str = "none", spread: bool = True):
         super().__init__()
+        self._spread = spread  # reshuffle the records across workers (pointless with one)
         self._files = files
         self._format = input_format
         self._fields = fields
@@ -105,8 +106,10 @@ class ReadCorpus(beam.PTransform):
                 | "SpreadFiles" >> beam.Reshuffle()
                 | "ReadFiles" >> beam.ParDo(_ReadFile(self._format, self._fields, total))
                 .with_outputs(DEAD, main="records"))
-        prepared = (read.records
-                    | "SpreadRecords" >> beam.Reshuffle()
+        records = read.records
+        if self._spread:  # one file is read by one worker: spread its records over all of them
+            records = records | "SpreadRecords" >> beam.Reshuffle()
+        prepared = (records
                     | "PrepareTexts" >> beam.ParDo(_Prepare(self._clean, self._split))
                     .with_outputs(DEAD, main="records"))
         dead = ((read[DEAD], prepared[DEAD]) | "MergeDeadLetters" >> beam.Flatten())
