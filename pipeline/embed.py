@@ -1,7 +1,7 @@
 """EmbedRecords: length-sorted batches -> RunInference(EncoderHandler) -> EmbeddedBatch.
 
-Batching: Beam's SortAndBatchElements sorts each bundle by estimated token count and cuts
-batches under a token budget, so each batch is packed to its own (bucketed) longest length.
+Batching: Beam's SortAndBatchElements (bounded to windows of records, pipeline/batching.py) sorts
+by estimated token count and cuts batches under a token budget, so each batch is packed to its own (bucketed) longest length.
 RunInference then sees one pre-formed batch per element (its own BatchElements is pinned to 1),
 which keeps Beam's model loading/sharing and metrics while the batch shapes stay ours.
 """
@@ -16,6 +16,7 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
+from pipeline.batching import SortAndBatchWindows
 from pipeline.records import DeadLetter, EmbeddedBatch, Record
 from pipeline.sources import NAMESPACE, log
 
@@ -176,7 +177,7 @@ class EmbedRecords(beam.PTransform):
 
     def expand(self, records):
         results = (records
-                   | "SortAndBatch" >> beam.SortAndBatchElements(
+                   | "SortAndBatch" >> SortAndBatchWindows(
                        min_batch_size=1, max_batch_size=self._max_batch_size,
                        max_batch_weight=self._batch_tokens, element_size_fn=estimated_tokens)
                    | "RunInference" >> RunInference(
