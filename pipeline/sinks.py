@@ -160,7 +160,9 @@ class _WriteManifest(beam.DoFn):
         import time
 
         manifest = dict(self._base)
-        manifest["counts"] = {k: int(v) for k, v in sorted(counts)}
+        manifest["counts"] = {}
+        for k, v in sorted(counts):  # several counts of one name add up
+            manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
         names = sorted(FileSystems.split(f)[1] for f in files)
         manifest["files"] = {fmt: [n for n in names if n.endswith("." + fmt)] for fmt in FORMATS
                              if fmt in manifest["formats"]}
@@ -182,8 +184,8 @@ class WriteManifest(beam.PTransform):
 
     def expand(self, pbegin):
         counts, written, p = self._counts, self._written, pbegin
-        labelled = [c | f"Label{name}" >> beam.Map(lambda n, name=name: (name, n))
-                    for name, c in counts]
+        labelled = [c | f"Label{i}{name}" >> beam.Map(lambda n, name=name: (name, n))
+                    for i, (name, c) in enumerate(counts)]
         all_counts = tuple(labelled) | "MergeCounts" >> beam.Flatten()
         files = tuple(written) | "MergeFiles" >> beam.Flatten()
         return (p
