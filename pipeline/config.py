@@ -56,13 +56,20 @@ def _positive(name: str, value: int) -> int:
 
 
 def worker_threads(opts) -> tuple[int, int]:
-    """(intra-op, inter-op) TensorFlow threads per worker process: the DirectRunner's
-    multi-processing workers share this machine's cores; anything else keeps TF's defaults (0)."""
+    """(intra-op, inter-op) TensorFlow threads per worker process. The DirectRunner's
+    multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
+    vCPU unless `--experiments=no_use_multiple_sdk_containers`: each gets one thread per pool
+    (TF's default, one per core in every process, would oversubscribe the VM n-fold). Anything
+    else keeps TF's defaults (0: all cores)."""
     import os
 
-    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+    from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
+                                                      StandardOptions)
 
     runner = opts.view_as(StandardOptions).runner
+    if runner in ("DataflowRunner", "dataflow"):
+        experiments = opts.view_as(DebugOptions).experiments or []
+        return (0, 0) if "no_use_multiple_sdk_containers" in experiments else (1, 1)
     direct = opts.view_as(DirectOptions)
     if runner not in (None, "DirectRunner", "direct") or \
             direct.direct_running_mode != "multi_processing":

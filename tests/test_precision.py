@@ -323,4 +323,7 @@ def test_worker_threads_split_the_cores_between_direct_runner_processes():
     assert worker_threads(multi) == (max(cores // 2, 1), 1)
     assert worker_threads(parse(["--direct_num_workers=2"])) == (0, 0)  # threads share one TF
     assert worker_threads(parse([])) == (0, 0)
-    assert worker_threads(parse(["--runner=DataflowRunner"])) == (0, 0)
+    # Dataflow: one SDK process per vCPU, one thread each; one process per VM: all cores
+    assert worker_threads(parse(["--runner=DataflowRunner"])) == (1, 1)
+    assert worker_threads(parse(["--runner=DataflowRunner",
+                                 "--experiments=no_use_multiple_sdk_containers"])) == (0, 0)
