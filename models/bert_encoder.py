@@ -148,11 +148,16 @@ class BertEncoder(tf.Module):
         for layer in self.layers:
             x = self._transformer(x, bias, layer)
             outputs.append(x)
-        pooled = tf.tanh(tf.matmul(x[:, 0], self.pooler_kernel) + self.pooler_bias)
+        return self._outputs(outputs)
+
+    def _outputs(self, outputs: list) -> dict:
+        """The contract's outputs from every layer's [batch, seq, width] float32 output."""
+        last = outputs[-1]
+        pooled = tf.tanh(tf.matmul(last[:, 0], self.pooler_kernel) + self.pooler_bias)
         return {
             "pooled_output": pooled,
             "default": pooled,
-            "sequence_output": x,
+            "sequence_output": last,
             "encoder_outputs": outputs,
         }
 
@@ -228,14 +233,7 @@ class BertEncoder(tf.Module):
         for layer in self.layers:
             x = self._low_precision_transformer(x, bias, layer, dtype, batch, seq)
             outputs.append(tf.reshape(x, [batch, seq, width]))
-        last = outputs[-1]
-        pooled = tf.tanh(tf.matmul(last[:, 0], self.pooler_kernel) + self.pooler_bias)
-        return {
-            "pooled_output": pooled,
-            "default": pooled,
-            "sequence_output": last,
-            "encoder_outputs": outputs,
-        }
+        return self._outputs(outputs)
 
     @tf.function(input_signature=[_INPUT_SPEC])
     def serving(self, inputs):
