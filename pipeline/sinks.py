@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.parquet_sink import write_parquet_batches
 from pipeline.records import DeadLetter, EmbeddedBatch
 
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
@@ -111,10 +112,9 @@ class WriteParquet(beam.PTransform):
         schema = self._schema
         return (batches
                 | "ToArrow" >> beam.Map(schema.table)
-                | "WriteShards" >> beam.io.WriteToParquetBatched(
-                    FileSystems.join(self._output, PREFIX), schema=schema.arrow(),
-                    num_shards=self._shards, shard_name_template=SHARD_TEMPLATE,
-                    file_name_suffix=".parquet"))
+                | "WriteShards" >> write_parquet_batches(
+                    FileSystems.join(self._output, PREFIX), schema.arrow(), self._shards,
+                    ".parquet", SHARD_TEMPLATE))
 
 
 class WriteTFRecord(beam.PTransform):
