@@ -58,7 +58,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.abspath(__file__)
 MAX_SEQ_LENGTH = 256  # the minilm preset's (and sentence-transformers') limit
 NAIVE_SEQ_LENGTH = 128
-BATCH_TOKENS, MAX_BATCH_SIZE = 32768, 1024  # the job's defaults (pipeline/options.py)
+BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/options.py)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -250,7 +250,7 @@ class _Split(beam.DoFn):
 class EmbedRecords(beam.PTransform):
     """Outputs `batches` (EmbeddedBatch) and `dead` (records the encoder could not take)."""
 
-    def __init__(self, spec: EncoderSpec, batch_tokens: int = 32768, max_batch_size: int = 1024,
+    def __init__(self, spec: EncoderSpec, batch_tokens: int = 16384, max_batch_size: int = 512,
                  progress_every_s: float = 5.0, share_bytes: float = 0.0):
         super().__init__()
         self._share_bytes = share_bytes

@@ -65,9 +65,9 @@ class EmbedOptions(PipelineOptions):
         g.add_argument("--long_text", "--long-text", default="truncate",
                        help=f"one of {list(LONG_TEXT_MODES)}: truncate (flagged) or average "
                             "overlapping windows")
-        g.add_argument("--batch_tokens", "--batch-tokens", type=int, default=32768,
+        g.add_argument("--batch_tokens", "--batch-tokens", type=int, default=16384,
                        help="token budget of one inference batch")
-        g.add_argument("--max_batch_size", "--max-batch-size", type=int, default=1024)
+        g.add_argument("--max_batch_size", "--max-batch-size", type=int, default=512)
         g.add_argument("--precision", default="fp32",
                        help="encoder compute precision: fp32 (exact), bf16 (CPUs with AMX/AVX-512 "
                             "bf16, GPUs; ~3-4x faster on AMX, cosine to fp32 > 0.9999) or fp16 "
