@@ -20,6 +20,8 @@ run: $(STAMP)
 	$(VENV)/bin/beam-embed run --overwrite $(ARGS)
 
 test: $(STAMP) browser
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -q tests $(ARGS)
 
 # The plot test opens the HTML in a real headless Chromium (Debian's package).

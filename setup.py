@@ -21,7 +21,8 @@ RUNTIME = [
 ]  # exact pins: workers install these (docker/requirements.txt repeats them; a test checks)
 EXPORT = ["keras-hub==0.32.0", "safetensors>=0.4"]  # export-model only; never on workers
 VIZ = ["plotly>=6", "matplotlib>=3.8"]  # beam-embed pca's HTML/PNG exports, on the launcher
-DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20", "scipy>=1.11"]
+DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20", "scipy>=1.11",
+       "ruff==0.17.6", "import-linter==2.17"]
 
 setuptools.setup(
     name="beam-embed",

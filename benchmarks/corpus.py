@@ -1,4 +1,4 @@
-"""A deterministic English-like benchmark corpus: the length mix of issue 8's measurements.
+"""A deterministic English-like benchmark corpus: the length mix of the project's speed measurements.
 
     .venv/bin/python benchmarks/corpus.py OUT.txt [--sentences 20000] [--seed 8]
 

@@ -63,7 +63,7 @@ def export(name: str, work: str) -> str:
 
 
 def write_corpus(path: str, n: int, seed: int = 0) -> str:
-    from pipeline.sample_corpus import sentences
+    from pipeline.job.sample_corpus import sentences
 
     pool = [row["text"] for row in sentences(per_topic=700)]
     rng = random.Random(seed)
@@ -76,7 +76,7 @@ def write_corpus(path: str, n: int, seed: int = 0) -> str:
 
 def precision_flags(precision: str) -> list[str]:
     """`--precision P`, or nothing for fp32 when this checkout has no such flag yet."""
-    from pipeline.options import parse
+    from pipeline.job.options import parse
 
     try:
         parse(["--precision", precision])
@@ -88,7 +88,7 @@ def precision_flags(precision: str) -> list[str]:
 
 
 def run_job(model: str, corpus: str, out: str, precision: str) -> dict:
-    from pipeline.run import main
+    from pipeline.job.command import main
 
     code = main(["--input", corpus, "--model", model, "--output", out, *JOB_FLAGS,
                  *precision_flags(precision)])

@@ -4,7 +4,7 @@
 
 For each N it writes an embedding-job folder (shards of ROWS_PER_SHARD rows, row groups of
 ROW_GROUP rows, generated chunk by chunk: the matrix is never whole in memory), then runs
-`pipeline.pca.main` in a fresh process (DirectRunner) and reads that process's peak RSS. Flat
+`pipeline.pca.command.main` in a fresh process (DirectRunner) and reads that process's peak RSS. Flat
 peak RSS across N is the claim under test: the fit keeps O(width²), the projection streams.
 Prints a table, then one JSON line per run.
 """
@@ -63,7 +63,7 @@ def run_one(argv: list[str]) -> None:
     """In the child: run the job, print wall seconds and this process's peak RSS as JSON."""
     import resource
 
-    from pipeline.pca import main
+    from pipeline.pca.command import main
 
     start = time.perf_counter()
     main(argv)

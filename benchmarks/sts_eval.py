@@ -24,7 +24,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pipeline.eval_data import read_pairs  # noqa: E402  (pure Python: both venvs can read it)
+from pipeline.evaluate.data import read_pairs  # noqa: E402  (pure Python: both venvs can read it)
 
 DEFAULT_PAIRS = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "stsb", "sts-dev.tsv"))
 REFERENCE_SPEARMAN = 0.8672  # 0.867163, recorded with `--reference` (see the docstring)
@@ -38,8 +38,9 @@ def reference(pairs_file: str, model_folder: str) -> dict:
     try:
         from sentence_transformers import SentenceTransformer
         try:  # sentence-transformers >= 6 moved it; older versions only have the short path
-            from sentence_transformers.sentence_transformer.evaluation import \
-                EmbeddingSimilarityEvaluator
+            from sentence_transformers.sentence_transformer.evaluation import (
+                EmbeddingSimilarityEvaluator,
+            )
         except ImportError:
             from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
     except ImportError as e:
@@ -65,8 +66,8 @@ def reference(pairs_file: str, model_folder: str) -> dict:
 
 def ours(pairs_file: str, model: str, pooling: str) -> list[dict]:
     """`beam-embed eval` rows for the pairs (project venv)."""
-    from pipeline.evaluate import evaluate, format_table
-    from pipeline.eval_embed import candidate
+    from pipeline.evaluate.command import evaluate, format_table
+    from pipeline.evaluate.embed import candidate
 
     pairs = read_pairs(pairs_file)
     found = candidate(model, tuple(pooling.split(",")))

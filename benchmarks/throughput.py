@@ -36,7 +36,7 @@ reference of the same tool (ours with ours, sentence-transformers with its own),
 against sentence-transformers-fp32 as an independent check. The memory check runs the in-process
 job again on a corpus 10x larger (same generator, different seed) and compares peak RSS.
 
-Prints a table, the targets of issue 8 with the measured ratios, then one JSON document.
+Prints a table, the speed targets with the measured ratios, then one JSON document.
 Timings from one run on one machine: compare the ratios, not absolute numbers across machines.
 """
 
@@ -58,7 +58,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.abspath(__file__)
 MAX_SEQ_LENGTH = 256  # the minilm preset's (and sentence-transformers') limit
 NAIVE_SEQ_LENGTH = 128
-BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/options.py)
+BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/options.py)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,10 +152,11 @@ def worker_encoder(args) -> dict:
     """(b): the job's Embedder over the job's batches, one precision."""
     sys.path.insert(0, REPO)
     import numpy as np
-    from pipeline.batching import WINDOW_BATCHES, _WindowedSortAndBatchDoFn
 
-    from pipeline.embed import EncoderSpec, estimated_tokens
-    from pipeline.records import Record
+    from models.spec import EncoderSpec
+    from pipeline.common.records import Record
+    from pipeline.job.batching import WINDOW_BATCHES, _WindowedSortAndBatchDoFn
+    from pipeline.job.embed import estimated_tokens
 
     texts = _read_corpus(args.corpus)
     spec = EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
@@ -268,7 +269,7 @@ def worker_st(args) -> dict:
 def worker_onednn(args) -> dict:
     """Which oneDNN kernels one bf16 batch runs (ONEDNN_VERBOSE=1 is set by the driver)."""
     sys.path.insert(0, REPO)
-    from pipeline.embed import EncoderSpec
+    from models.spec import EncoderSpec
 
     spec = EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
                        preprocessor=os.path.join(args.model, "preprocessor"),
@@ -449,7 +450,7 @@ def drive(args) -> dict:
     print(f"corpus {corpus} ({n} sentences); model {model}; work dir {work}", flush=True)
     result = {"date": started, "machine": _machine(), "versions": _versions(), "corpus": corpus,
               "sentences": n, "model": model, "rows": [], "cosine": {}, "notes": []}
-    rows, vec, rates = result["rows"], {}, {}
+    rows, vec = result["rows"], {}
 
     def say(message):
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)

@@ -1,1 +1,18 @@
-"""Encoders, poolers and the Hugging Face -> TF-Hub exporter of beam-embed."""
+"""Models: the bottom layer, imported by every command and by Beam workers.
+
+    encoder.py        the Encoder interface every kind implements
+    encoders/         the registry of kinds (TensorFlow-free facts) and one module per kind
+    spec.py           EncoderSpec and encoder_spec(), the one constructor from a preset,
+                      an export folder or handles plus flags
+    presets.py        configs/models.yaml presets -> handles (exporting checkpoints on first use)
+    pooling.py        named poolers over an EncoderOutput
+    embedder.py       texts -> one vector per pooling (truncation, chunking, batch planning)
+    tokens.py         texts -> token-level vectors with offsets
+    hub_loader.py     loading a handle (URL, gs://, folder) with one clear error
+    export.py, checkpoint.py, bert_encoder.py, bert_preprocessor.py
+                      checkpoint folders -> TF-Hub-format SavedModels
+
+May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
+embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py and
+hub_loader.py import none at module import time.
+"""

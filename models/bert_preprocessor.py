@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.bert_tokenizer import (_KEEP_DELIM_NO_WHITESPACE_PATTERN,
-                                                       BasicTokenizer)
+from tensorflow_text.python.ops.bert_tokenizer import (
+    _KEEP_DELIM_NO_WHITESPACE_PATTERN,
+    BasicTokenizer,
+)
 
 MAX_CHARS_PER_WORD = 100  # Hugging Face's max_input_chars_per_word
 DEFAULT_SEQ_LENGTH = 128

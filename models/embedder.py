@@ -14,9 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import tensorflow as tf
 
+from models.choices import LONG_TEXT_MODES
 from models.pooling import EncoderOutput, Pooling, l2_normalize
-
-LONG_TEXT_MODES = ("truncate", "chunk")
 
 
 def configure_threads(intra_op: int = 0, inter_op: int = 0) -> bool:
@@ -87,7 +86,7 @@ class Embedder:
         self._specials = encoder.special_tokens  # BERT: [CLS] and [SEP]; ELMo: none
         self._room = encoder.max_seq_length - self._specials
         self._stride = max(self._room - min(chunk_overlap, self._room // 4), 1)
-        self._lanes = encoder_lanes() if hasattr(encoder, "plan") else 1
+        self._lanes = encoder_lanes() if encoder.plans else 1
         self._executor = None
 
     @property
@@ -100,11 +99,10 @@ class Embedder:
     def _encode(self, rows: tf.RaggedTensor) -> dict[str, np.ndarray]:
         """Pooled vectors of `rows`, in encoder calls grouped by the encoder's plan (BERT: rows of
         similar exact length, each group packed to its own length) when it has one."""
-        plan = getattr(self.encoder, "plan", None)
-        if plan is None:
+        if not self.encoder.plans:
             return self._encode_group(rows)
         lengths = rows.row_lengths().numpy()
-        groups = plan(lengths, self._lanes)  # [(row indices, shape to run them in)]
+        groups = self.encoder.plan(lengths, self._lanes)  # [(row indices, shape to run them in)]
         if len(groups) == 1:
             return self._encode_group(rows, groups[0][1])
         groups.sort(key=lambda g: -g[1][0] * g[1][1])  # costliest first: lanes finish together

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import os
 
-import tensorflow as tf
-
 
 class HandleError(ValueError):
     """A model handle that cannot be loaded; the message says which and what to do."""
 
 
-def is_remote(handle: str) -> bool:
-    return "://" in handle
+def is_remote(path: str) -> bool:
+    """A URL or a path on a remote filesystem (gs://, s3://, https://): not a local path."""
+    return "://" in path
 
 
 def load_handle(handle: str, tags=None):
     """`hub.load` with errors that name the handle; local folders must exist."""
+    import tensorflow as tf
     import tensorflow_hub as hub
     import tensorflow_text  # noqa: F401  (registers the ops BERT preprocessors use)
 

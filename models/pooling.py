@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 

@@ -17,6 +17,9 @@ import sys
 
 import yaml
 
+from models.hub_loader import is_remote
+
+
 def _presets_file() -> str:
     """$BEAM_EMBED_PRESETS, else the checkout's configs/models.yaml (editable installs), else the
     copy setup.py installs under <prefix>/share/beam-embed (plain installs)."""
@@ -110,11 +113,22 @@ def from_export(folder: str, kind: str = "bert", name: str | None = None) -> Mod
     )
 
 
+def from_handles(encoder: str, preprocessor: str | None = None,
+                 kind: str | None = None) -> ModelSpec:
+    """TF-Hub handles given directly: with a preprocessor a BERT pair, alone an ELMo module
+    (unless `kind` says otherwise)."""
+    kind = kind or ("bert" if preprocessor else "elmo")
+    return ModelSpec(kind=kind, name=encoder.rstrip("/").split("/")[-1] or "encoder",
+                     encoder=encoder, preprocessor=preprocessor,
+                     pooling=("cls",) if kind == "bert" else ("default",), normalize=False,
+                     max_seq_length=None)
+
+
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     """A preset name, or a folder written by `export-model`, to a ModelSpec."""
     presets = load_presets() if presets is None else presets
     if model not in presets:
-        if "://" in model or os.path.isdir(model):
+        if is_remote(model) or os.path.isdir(model):
             return from_export(model)
         raise ValueError(f"unknown model {model!r}; expected a preset, one of {sorted(presets)}, "
                          "or a folder written by `beam-embed export-model`")

@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-TOKEN_UNITS = ("word", "wordpiece")
-TOKEN_DTYPES = ("float32", "float16")
+from models.choices import TOKEN_DTYPES, TOKEN_UNITS
+from models.encoders import EncoderKind, encoder_kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,15 +37,14 @@ def _char_index(text: str) -> np.ndarray:
     return np.maximum.accumulate(index)
 
 
-def parse_token_layer(value: str | int | None, kind: str, num_layers: int):
-    """BERT: a layer index (negative from the end, default -1); ELMo: an output name."""
-    from models.pooling import ELMO_OUTPUTS
-
-    if kind == "elmo":
-        value = value if value not in (None, "") else "elmo"
-        if value not in ELMO_OUTPUTS:
-            raise ValueError(f"unknown ELMo token layer {value!r}; expected one of "
-                             f"{list(ELMO_OUTPUTS)}")
+def parse_token_layer(value: str | int | None, kind: EncoderKind, num_layers: int):
+    """A layer index (negative from the end, default -1), or for kinds with named outputs
+    (ELMo) an output name."""
+    if kind.named_layers:
+        value = value if value not in (None, "") else kind.default_token_layer
+        if value not in kind.named_layers:
+            raise ValueError(f"unknown {kind.name} token layer {value!r}; expected one of "
+                             f"{list(kind.named_layers)}")
         return value
     try:
         layer = -1 if value in (None, "") else int(value)
@@ -64,12 +63,10 @@ class TokenEmbedder:
             raise ValueError(f"unknown token unit {unit!r}; expected one of {list(TOKEN_UNITS)}")
         if dtype not in TOKEN_DTYPES:
             raise ValueError(f"unknown token dtype {dtype!r}; expected one of {list(TOKEN_DTYPES)}")
-        if not hasattr(encoder, "tokenize_with_offsets"):
-            raise ValueError("token granularity needs a preprocessor with tokenize_with_offsets "
-                             "(every `beam-embed export-model` export has one)")
+        kind = encoder_kind(encoder.kind)
         self.encoder = encoder
-        self.layer = parse_token_layer(layer, encoder.kind, encoder.num_layers)
-        self.unit = "word" if encoder.kind == "elmo" else unit
+        self.layer = parse_token_layer(layer, kind, encoder.num_layers)
+        self.unit = unit if unit in kind.token_units else kind.token_units[0]
         self.dtype = np.dtype(dtype)
         self._room = encoder.max_seq_length - encoder.special_tokens
         self._offset = 1 if encoder.special_tokens else 0  # [CLS] comes first

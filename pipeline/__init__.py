@@ -1,1 +1,13 @@
-"""The Beam pipelines of beam-embed: the embedding job and its follow-up steps."""
+"""beam-embed's commands, one package each, above the pieces they share.
+
+    cli.py      `beam-embed` dispatch only: imports the command it runs
+    job/        the embedding job (`run`; `python -m pipeline.run` stays its entry point)
+    pca/        the follow-up job (`pca`; also `python -m pipeline.pca`)
+    search/     `search`          evaluate/   `eval`
+    inspect/    `tokens`, `similarity`        export/     `export-model`
+    dataflow/   launching elsewhere: dry run, offline Dataflow job, shipping check
+    common/     records, manifest, log lines, runners
+
+Who may import whom (the .importlinter contract, checked in CI): cli -> commands (never each
+other) -> dataflow -> common -> models. Nothing here imports TensorFlow at module import time.
+"""

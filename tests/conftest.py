@@ -11,6 +11,13 @@ from tests.bert_reference import write_checkpoint
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+def pytest_configure(config):
+    # `pytest -m "not pipeline"` is the quick loop: unit tests on real computation, minutes less.
+    config.addinivalue_line(
+        "markers", "pipeline: runs a whole Beam job (embedding, PCA, a dry run) or a command "
+                   "end to end")
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("tiny_ckpt"))

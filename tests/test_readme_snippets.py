@@ -9,6 +9,8 @@ import pytest
 
 from tests.job_helpers import run_job, write_lines
 
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
 TEXTS = ["the cat sat on the mat", "a dog ran", "the river bank", "money is big", "play"]
 EXPECTED = ["(5, 8)", "the cat sat on the mat", "(5, 8)"]  # something each snippet prints
 

@@ -1,8 +1,8 @@
 """A TF-Hub BERT encoder + preprocessor pair behind one small interface.
 
 Works for TF-Hub's own models (`bert_en_uncased_L-12_H-768_A-12/4` with
-`bert_en_uncased_preprocess/3`) and for `export-model` output alike: only the contract in
-`../shared/DESIGN.md` is used. Loaded once; every batch goes through the same loaded graphs.
+`bert_en_uncased_preprocess/3`) and for `export-model` output alike: only the TF-Hub BERT
+encoder and preprocessor contracts are used. Loaded once; every batch goes through the same loaded graphs.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import numpy as np
 import tensorflow as tf
 
 from models.bert_encoder import PRECISIONS
-from models.hub_loader import load_handle
-from models.pooling import LAYERED, POOLERS, EncoderOutput
+from models.encoder import Encoder
+from models.hub_loader import is_remote, load_handle
+from models.pooling import EncoderOutput
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
 # few retraces, little padding).
@@ -54,7 +55,7 @@ _LOADED_MAX = 2
 
 def _version(handle: str):
     pb = os.path.join(handle, "saved_model.pb")
-    return os.path.getmtime(pb) if "://" not in handle and os.path.exists(pb) else None
+    return os.path.getmtime(pb) if not is_remote(handle) and os.path.exists(pb) else None
 
 
 def load_pair(encoder: str, preprocessor: str):
@@ -92,10 +93,10 @@ def select_precision(encoder, handle: str, precision: str):
     return fn
 
 
-class HubBertEncoder:
+class HubBertEncoder(Encoder):
     kind = "bert"
     special_tokens = SPECIAL_TOKENS_PER_TEXT
-    precisions = PRECISIONS
+    plans = True
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
                  precision: str = "fp32"):
@@ -112,13 +113,8 @@ class HubBertEncoder:
         self.width = int(probe["sequence_output"].shape[-1])
 
     @classmethod
-    def from_spec(cls, spec) -> "HubBertEncoder":
-        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length,
-                   getattr(spec, "precision", "fp32"))
-
-    @staticmethod
-    def pooling_registry():
-        return POOLERS, LAYERED
+    def from_spec(cls, spec) -> HubBertEncoder:
+        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision)
 
     def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
         """WordPiece ids per text, [batch, pieces], without [CLS]/[SEP]."""

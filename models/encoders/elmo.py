@@ -13,16 +13,17 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from models.encoder import Encoder
+from models.encoders import ELMO_SIGNATURES as SIGNATURES
 from models.encoders.bert import bucket_length
-from models.hub_loader import HandleError, load_handle
-from models.pooling import ELMO_OUTPUTS, ELMO_POOLERS, EncoderOutput
+from models.hub_loader import HandleError, is_remote, load_handle
+from models.pooling import ELMO_OUTPUTS, EncoderOutput
 
-SIGNATURES = ("tokens", "default")
 _PUNCTUATION = r"[\p{P}\p{S}]"
 _WORD_DELIMS = r"[\s\p{Z}\p{C}]+|" + _PUNCTUATION
 
 
-class HubElmoEncoder:
+class HubElmoEncoder(Encoder):
     kind = "elmo"
     special_tokens = 0
 
@@ -33,7 +34,7 @@ class HubElmoEncoder:
         try:
             module = load_handle(handle, tags=[])
         except HandleError as e:
-            if "://" in handle or not tf.io.gfile.isdir(handle):
+            if is_remote(handle) or not tf.io.gfile.isdir(handle):
                 raise
             raise ValueError(f"{handle!r} is not an ELMo module (a TF1 Hub module loads with "
                              f"an empty tag set; this one does not); for a BERT encoder pass "
@@ -50,13 +51,9 @@ class HubElmoEncoder:
         self.width = int(probe["elmo"].shape[-1])
 
     @classmethod
-    def from_spec(cls, spec) -> "HubElmoEncoder":
+    def from_spec(cls, spec) -> HubElmoEncoder:
         options = dict(spec.options)
         return cls(spec.encoder, spec.max_seq_length, options.get("signature", "tokens"))
-
-    @staticmethod
-    def pooling_registry():
-        return ELMO_POOLERS, frozenset()
 
     def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
         """Words per text, [batch, words] strings."""

@@ -1,0 +1,59 @@
+"""The interface every encoder kind implements, and what the rest of the project may rely on.
+
+An encoder turns texts into token units (WordPiece ids, words) and units into an EncoderOutput
+(token vectors per layer, the mask, the model's own sentence vectors). Pooling, normalization,
+long-text handling and token-level output are built on top of it (models/embedder.py,
+models/tokens.py) and never inside it. The static facts of a kind (its poolings, precisions,
+token layers) live in its registry entry (models/encoders/__init__.py), which imports no
+TensorFlow, so flags are checked before any model loads.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+import numpy as np
+
+from models.pooling import EncoderOutput
+
+
+class Encoder(abc.ABC):
+    kind: ClassVar[str]  # its key in models.encoders.KINDS
+    special_tokens: ClassVar[int] = 0  # tokens added around each text ([CLS] ... [SEP]: 2)
+    # True when `plan` groups a batch's rows by length; the embedder then runs two groups at
+    # once where TensorFlow has the threads for it.
+    plans: ClassVar[bool] = False
+
+    max_seq_length: int  # units per text, special tokens included
+    num_layers: int  # layers (or named outputs) a pooling or token vector may read
+    width: int  # the vector width of every layer
+
+    @classmethod
+    @abc.abstractmethod
+    def from_spec(cls, spec) -> Encoder:
+        """Loads the model a models.spec.EncoderSpec names (once per process)."""
+
+    @abc.abstractmethod
+    def tokenize(self, texts: list[str]):
+        """A ragged [batch, units] tensor, special tokens not included."""
+
+    @abc.abstractmethod
+    def tokenize_with_offsets(self, texts: list[str]):
+        """(units, word begin, word end): units [batch, words(, pieces)], byte offsets of each
+        word in the original text. Token granularity needs it."""
+
+    @abc.abstractmethod
+    def encode(self, units, layers: tuple, shape: tuple[int, int] | None = None
+               ) -> EncoderOutput:
+        """Runs the model on already-short-enough rows; `layers` names the layers the caller
+        reads, `shape` (rows, length) is one `plan` chose."""
+
+    def plan(self, lengths: np.ndarray, min_groups: int = 1) -> list[tuple[np.ndarray, tuple]]:
+        """[(row indices, (rows, length) shape)]: how to split one batch into encoder calls.
+        Only called when `plans` is True."""
+        raise NotImplementedError(f"{type(self).__name__} does not plan its batches")
+
+    def vocabulary(self) -> list[str]:
+        """id -> unit string, for encoders whose units are ids."""
+        raise ValueError(f"{self.kind} encoders have no id vocabulary")

@@ -1,0 +1,124 @@
+"""EncoderSpec, and the one way to make it from what a user names.
+
+`encoder_spec()` turns a model preset, an `export-model` folder or TF-Hub handles, plus the
+encoder flags, into a checked EncoderSpec: run, eval, search, similarity and tokens all call it,
+so a preset's defaults, the flag choices and the pooling names are applied and checked in one
+place. An EncoderSpec holds handles only (it travels to Beam workers); `build()` loads the model.
+This module imports no TensorFlow: choices are checked before any model loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from models.choices import GRANULARITIES, LONG_TEXT_MODES, TOKEN_DTYPES, TOKEN_UNITS
+from models.encoders import KINDS, PRECISIONS, encoder_kind
+
+DEFAULT_MODEL = "minilm"
+DEFAULT_MAX_SEQ_LENGTH = 512
+
+
+def check_choice(flag: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown --{flag} {value!r}; expected one of {list(choices)}")
+
+
+def check_positive(flag: str, value) -> int:
+    if value is None or value < 1:
+        raise ValueError(f"--{flag} must be a positive integer, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """Everything a worker needs to build the embedder; handles only, no loaded objects."""
+
+    kind: str
+    encoder: str
+    preprocessor: str | None
+    max_seq_length: int
+    poolings: tuple[str, ...]
+    normalize: bool
+    long_text: str
+    options: tuple[tuple[str, str], ...] = ()  # encoder-kind specific, e.g. ELMo's signature
+    granularity: str = "sentence"
+    token_layer: str | None = None
+    token_unit: str = "word"
+    token_dtype: str = "float32"
+    precision: str = "fp32"  # fp32 | bf16 | fp16: the encoder's compute precision
+    intra_op_threads: int = 0  # TensorFlow pools per worker process; 0: TF's default (all cores)
+    inter_op_threads: int = 0
+    name: str = ""  # the model's name, for manifests and messages
+
+    def parsed_poolings(self):
+        """The poolings as models.pooling.Pooling, checked against the encoder kind."""
+        return encoder_kind(self.kind).parse_poolings(self.poolings)
+
+    def build(self):
+        """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
+        from models.embedder import Embedder, configure_threads
+        from models.tokens import TokenEmbedder
+
+        configure_threads(self.intra_op_threads, self.inter_op_threads)  # before the model loads
+        kind = encoder_kind(self.kind)
+        kind.check_precision(self.precision)
+        encoder = kind.encoder_class().from_spec(self)
+        if self.granularity == "token":
+            return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
+        return Embedder(encoder, self.parsed_poolings(), normalize=self.normalize,
+                        long_text=self.long_text)
+
+
+def _check_options(options: tuple[tuple[str, str], ...]) -> None:
+    """Each kind-specific option against the choices of the kinds that declare it."""
+    for key, value in options:
+        for kind in KINDS.values():
+            if key in kind.options:
+                flag, choices = kind.options[key]
+                check_choice(flag, value, choices)
+
+
+def encoder_spec(model: str | None = None, *, encoder: str | None = None,
+                 preprocessor: str | None = None, kind: str | None = None,
+                 poolings: tuple[str, ...] = (), normalize: bool | None = None,
+                 max_seq_length: int | None = None, long_text: str = "truncate",
+                 granularity: str = "sentence", token_layer: str | None = None,
+                 token_unit: str = "word", token_dtype: str = "float32",
+                 precision: str = "fp32", options: tuple[tuple[str, str], ...] = (),
+                 threads: tuple[int, int] = (0, 0), name: str | None = None,
+                 presets: dict | None = None) -> EncoderSpec:
+    """A checked EncoderSpec for `model` (a preset or an export-model folder) or for TF-Hub
+    handles (`encoder`, `preprocessor`, optionally their `kind`). Unset flags take the model's
+    recommendation (pooling, normalize, max length). Raises ValueError naming the bad value
+    and the valid choices."""
+    from models.presets import from_handles, resolve
+
+    check_choice("long-text", long_text, LONG_TEXT_MODES)
+    check_choice("granularity", granularity, GRANULARITIES)
+    check_choice("token-unit", token_unit, TOKEN_UNITS)
+    check_choice("token-dtype", token_dtype, TOKEN_DTYPES)
+    check_choice("precision", precision, PRECISIONS)
+    _check_options(options)
+    if granularity == "token" and long_text == "chunk":
+        raise ValueError("--long-text chunk applies to sentence vectors; token granularity "
+                         "truncates (use --split sentences for long documents)")
+    found = (from_handles(encoder, preprocessor, kind) if encoder
+             else resolve(model or DEFAULT_MODEL, presets))
+    registry = encoder_kind(found.kind)
+    chosen = tuple(poolings) or found.pooling or ("cls",)
+    registry.parse_poolings(chosen)  # names checked before any load
+    max_len = (max_seq_length if max_seq_length is not None
+               else found.max_seq_length or DEFAULT_MAX_SEQ_LENGTH)
+    check_positive("max-seq-length", max_len)
+    if max_len < 3:
+        raise ValueError(f"--max-seq-length must be at least 3 ([CLS] text [SEP]), got {max_len}")
+    if precision not in registry.precisions:
+        raise ValueError(f"--precision {precision} is not available for {found.kind} "
+                         f"encoders; expected one of {list(registry.precisions)}")
+    return EncoderSpec(
+        kind=found.kind, encoder=found.encoder, preprocessor=found.preprocessor,
+        max_seq_length=max_len, poolings=chosen,
+        normalize=found.normalize if normalize is None else normalize, long_text=long_text,
+        options=tuple(options), granularity=granularity, token_layer=token_layer,
+        token_unit=token_unit, token_dtype=token_dtype, precision=precision,
+        intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name)

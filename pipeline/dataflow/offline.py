@@ -1,0 +1,168 @@
+"""Building a Dataflow job offline, from Beam's own pieces, with every network call kept out.
+
+Beam 2.77's `--dry_run=True` stops before the job's environment (worker pool, container images,
+staged packages) is built, and the normal submission path talks to Google services from the
+launcher. Each of those calls is kept out here, and how:
+
+- default-bucket creation and region lookup (PipelineOptions validation): `--temp_location`
+  must be a valid `gs://` path and `--project`/`--region` given, checked first (`require`);
+- soft-delete checks on the buckets (same validation): skipped by Beam when
+  `TestOptions.dry_run` is set, which `build_job` sets;
+- pip downloads for `--requirements_file` (the stager): `--requirements_cache=skip`;
+- credentials, the Dataflow API client and GCS uploads (`DataflowApplicationClient`):
+  `OfflineClient` is that class without its constructor's clients and with uploads recorded
+  instead of made, so its own `create_job_description` builds the environment proto.
+
+What is not skipped: `DataflowRunner.run_pipeline` (overrides, the runner API round trip that
+pickles and unpickles every step, environments, the setup-file sdist, the Job proto).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    SetupOptions,
+    StandardOptions,
+    TestOptions,
+)
+from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+from apache_beam.runners.dataflow.internal import apiclient
+from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE, Stager
+
+from pipeline.common.runners import runner_for
+
+DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
+
+
+class OfflineClient(apiclient.DataflowApplicationClient):
+    """Beam's Dataflow client minus the network: no credentials, no API or storage clients;
+    `stage_file_with_retry` records what would be uploaded (name, size, sha256, local path)."""
+
+    def __init__(self, options: PipelineOptions, root_staging_location: str):
+        # Deliberately not calling super().__init__: it fetches credentials and builds clients.
+        self.standard_options = options.view_as(StandardOptions)
+        self.google_cloud_options = options.view_as(GoogleCloudOptions)
+        self._enable_caching = False  # the cache lookup is a GCS exists() call
+        self._root_staging_location = root_staging_location
+        self.environment_version = apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION
+        self._sdk_image_overrides = self._get_sdk_image_overrides(options)
+        self.staged: list[dict] = []
+
+    def stage_file_with_retry(self, gcs_or_local_path, file_name, stream_or_path,
+                              mime_type="application/octet-stream", total_size=None):
+        if isinstance(stream_or_path, str):
+            local = stream_or_path
+            with open(local, "rb") as f:
+                data = f.read()
+        else:
+            local, data = None, stream_or_path.read()
+        self.staged.append({"name": file_name,
+                            "location": f"{gcs_or_local_path.rstrip('/')}/{file_name}",
+                            "local_path": local, "bytes": len(data),
+                            "sha256": hashlib.sha256(data).hexdigest()})
+
+    def stage_file(self, *args, **kwargs):
+        raise AssertionError("OfflineClient never uploads")  # every path goes through the above
+
+
+def is_dataflow(options: PipelineOptions) -> bool:
+    runner = options.view_as(StandardOptions).runner or ""
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    return name.split(".")[-1] in DATAFLOW_RUNNERS
+
+
+def require(options: PipelineOptions) -> list[str]:
+    """Fails (ValueError) on what would make Beam go online; returns notes on what was changed."""
+    gcp = options.view_as(GoogleCloudOptions)
+    missing = [f"--{name}" for name in ("project", "region", "temp_location")
+               if not getattr(gcp, name)]
+    if missing:
+        raise ValueError(f"a Dataflow dry run needs {', '.join(missing)} (offline, Beam cannot "
+                         "look up the default region or create a default bucket)")
+    validator = PipelineOptionsValidator(options, None)
+    for name in ("temp_location", "staging_location"):
+        if getattr(gcp, name) is not None and validator.validate_gcs_path(gcp, name):
+            raise ValueError(f"--{name} {getattr(gcp, name)!r} is not a valid gs://bucket/path")
+    if gcp.update:
+        raise ValueError("--update looks up the running job; a dry run cannot")
+    setup = options.view_as(SetupOptions)
+    if setup.prebuild_sdk_container_engine:
+        raise ValueError(f"--prebuild_sdk_container_engine {setup.prebuild_sdk_container_engine!r}"
+                         " builds and pushes an image; build docker/Dockerfile instead")
+    if setup.sdk_location and Stager._is_remote_path(setup.sdk_location):
+        raise ValueError(f"--sdk_location {setup.sdk_location!r} would be downloaded; a dry run "
+                         "accepts 'default', 'container' or a local file")
+    notes = []
+    if setup.requirements_file and setup.requirements_cache != SKIP_REQUIREMENTS_CACHE:
+        setup.requirements_cache = SKIP_REQUIREMENTS_CACHE
+        notes.append("--requirements_cache=skip: the requirements file is staged, its packages "
+                     "are not downloaded into the staging cache")
+    return notes
+
+
+def build_job(options: PipelineOptions, build: Callable[[beam.Pipeline], None]):
+    """(pipeline proto, Dataflow Job with its environment or None, staged files)."""
+    if is_dataflow(options):
+        options.view_as(TestOptions).dry_run = True  # Beam: skip soft-delete checks, no submit
+    p = beam.Pipeline(runner=runner_for(options), options=options)
+    try:
+        build(p)  # Beam pickles each DoFn once as it is applied
+    except RuntimeError as e:
+        if "pickle" not in str(e).lower():
+            raise
+        raise NotSerializable(f"a step cannot be serialized for the workers: "
+                              f"{str(e).splitlines()[0][:400]}") from e
+    try:
+        if not is_dataflow(options):
+            proto = p.to_runner_api()
+            beam.Pipeline.from_runner_api(proto, p.runner, options)  # unpickles every step
+            return proto, None, []
+        job = p.run().job  # DataflowRunner.run_pipeline, stopping at the Job (dry_run)
+    except Exception as e:
+        step = unserializable_step(p)
+        if step is None:
+            raise
+        raise NotSerializable(
+            f"step {step[0]!r} cannot be serialized for the workers ({type(step[1]).__name__}: "
+            f"{str(step[1]).strip()[:300]}); load models and open clients in DoFn.setup() or "
+            "ModelHandler.load_model, never on the launcher") from e
+    client = OfflineClient(options, job.root_staging_location)
+    client.create_job_description(job)  # Beam's own: image overrides, staging, Environment
+    return job.proto_pipeline, job, client.staged
+
+
+class NotSerializable(ValueError):
+    """A step that cannot be pickled (or unpickled) as Dataflow ships it."""
+
+
+def unserializable_step(p: beam.Pipeline):
+    """(label, error) of the first step whose runner API form cannot be made or read back."""
+    from apache_beam.internal import pickler
+    from apache_beam.portability import common_urns, python_urns
+    from apache_beam.portability.api import beam_runner_api_pb2
+    from apache_beam.runners import pipeline_context
+
+    context = pipeline_context.PipelineContext(use_fake_coders=True)
+    found = []
+
+    class Probe(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node):
+            if found or node.transform is None:
+                return
+            try:
+                spec = node.transform.to_runner_api(context)
+                if spec is not None and spec.urn == common_urns.primitives.PAR_DO.urn:
+                    do_fn = beam_runner_api_pb2.ParDoPayload.FromString(spec.payload).do_fn
+                    if do_fn.urn == python_urns.PICKLED_DOFN_INFO:
+                        pickler.loads(do_fn.payload)
+            except Exception as e:  # noqa: BLE001 - any failure is the answer
+                found.append((node.full_label, e))
+
+    p.visit(Probe())
+    return found[0] if found else None
+

@@ -1,0 +1,32 @@
+"""`--dry-run` and `--job-file`: build the job for any runner, describe it, run nothing.
+
+A direct PipelineOptions subclass, so `pipeline.job.options.parse` (which collects every
+subclass) knows these flags as soon as this module is imported; that module imports it.
+
+Beam already owns `--dry_run` (TestOptions, a value flag: `--dry_run=True`); it is honoured as a
+synonym, so that Beam's own spelling also leads here instead of to Beam's partial dry run.
+"""
+
+from __future__ import annotations
+
+from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
+
+TRUE_WORDS = ("1", "true", "yes")
+
+
+class DryRunOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        g = parser.add_argument_group("beam-embed dry run")
+        g.add_argument("--dry-run", dest="describe_only", action="store_true", default=False,
+                       help="build the job (for --runner, Dataflow included) and write its "
+                            "description to --job-file; submits and contacts nothing")
+        g.add_argument("--job_file", "--job-file", dest="job_file", default=None,
+                       help="where --dry-run writes the job description (JSON, a local path)")
+
+
+def dry_run_requested(options: PipelineOptions) -> bool:
+    """`--dry-run`, or Beam's own `--dry_run=True`."""
+    beam_flag = options.view_as(TestOptions).dry_run
+    return bool(options.view_as(DryRunOptions).describe_only
+                or str(beam_flag).strip().lower() in TRUE_WORDS)

@@ -1,0 +1,104 @@
+"""`beam-embed eval`: which model and pooling make the best sentence vector, in numbers.
+
+    beam-embed eval --pairs sts-dev.tsv --model minilm --model MODEL2 \
+        --pooling cls,pooled_output,mean,mean@-2 [--triplets FILE] [--json]
+
+Pairs (STS-style, scored): Spearman and Pearson correlation of the cosine similarity with the
+gold scores. Triplets (query, positive, negative): the share with cos(query, positive) >
+cos(query, negative). One row per model and pooling; every pooling of a model comes from one
+encoder pass, with the job's own encoder code, in this process (meant for files of thousands of
+pairs, not millions). Files, models and poolings are all checked before anything is embedded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from pipeline.evaluate.data import Pairs, read_pairs, read_triplets
+from pipeline.evaluate.embed import DEFAULT_BATCH, Candidate, candidate, embed_texts
+from pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
+
+DEFAULT_MODEL = "minilm"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="beam-embed eval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pairs", help="TSV of scored pairs (score, sentence1, sentence2; or the "
+                                   "STS Benchmark layout)")
+    p.add_argument("--triplets", help="TSV of query, positive, negative")
+    p.add_argument("--model", action="append",
+                   help="a preset or export-model folder; repeat to compare "
+                        f"(default {DEFAULT_MODEL})")
+    p.add_argument("--pooling",
+                   help="comma-separated poolings, e.g. cls,pooled_output,mean,mean@-2 "
+                        "(default: each model's recommended one)")
+    p.add_argument("--max-seq-length", type=int, help="tokens per text (default: the model's)")
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="texts per encoder call")
+    p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    args = p.parse_args(argv)
+    if not args.pairs and not args.triplets:
+        p.error("give --pairs FILE and/or --triplets FILE")
+    if args.batch_size < 1:
+        p.error(f"--batch-size must be a positive integer, got {args.batch_size}")
+    return args
+
+
+def evaluate(found: Candidate, embedder, datasets: list, batch_size: int) -> list[dict]:
+    """One row per (dataset, pooling) for one loaded model."""
+    vectors = embed_texts(embedder, [t for d in datasets for t in d.texts()], batch_size)
+    rows, start = [], 0
+    for data in datasets:
+        n = len(data)
+        for spec, column in found.columns().items():
+            v = vectors[column][start:start + len(data.texts())]
+            row = {"model": found.label, "name": found.encoder.name, "pooling": spec,
+                   "file": data.path, "n": n}
+            if isinstance(data, Pairs):
+                sims = cosine(v[:n], v[n:])
+                row.update(task="pairs", spearman=spearman(sims, data.scores),
+                           pearson=pearson(sims, data.scores))
+            else:
+                row.update(task="triplets", accuracy=triplet_accuracy(v[:n], v[n:2 * n], v[2 * n:]))
+            rows.append(row)
+        start += len(data.texts())
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table per task, aligned, metrics with four decimals."""
+    blocks = []
+    for task, metrics in (("pairs", ("spearman", "pearson")), ("triplets", ("accuracy",))):
+        picked = [r for r in rows if r["task"] == task]
+        if not picked:
+            continue
+        header = ("model", "pooling", task, *metrics)
+        cells = [header] + [(r["model"], r["pooling"], str(r["n"]),
+                             *(f"{r[m]:.4f}" for m in metrics)) for r in picked]
+        widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
+                           enumerate(zip(row, widths))) for row in cells]
+        blocks.append("\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]))
+    return "\n\n".join(blocks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        datasets = ([read_pairs(args.pairs)] if args.pairs else []) + \
+                   ([read_triplets(args.triplets)] if args.triplets else [])
+        poolings = tuple(p.strip() for p in (args.pooling or "").split(",") if p.strip())
+        found = [candidate(m, poolings, args.max_seq_length) for m in args.model or [DEFAULT_MODEL]]
+        embedders = [c.encoder.build() for c in found]  # bad handles and layers fail here
+    except ValueError as e:
+        print(f"beam-embed eval: {e}", file=sys.stderr)
+        return 2
+    rows = []
+    for c, embedder in zip(found, embedders):
+        began = time.monotonic()
+        rows += evaluate(c, embedder, datasets, args.batch_size)
+        print(f"{c.label}: embedded in {time.monotonic() - began:.1f}s", file=sys.stderr)
+    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    return 0

@@ -1,0 +1,137 @@
+"""`beam-embed tokens`: how models split the same text, and how their vocabularies differ.
+
+    beam-embed tokens "The BRCA1 p.V600E mutation" [MORE TEXT ...] --model bert-base-uncased \
+        --model scibert [--json]
+
+For each text: one row per word, each model's WordPieces side by side, then pieces per word and
+[UNK]s per model. Then the vocabularies: size, share of entries with a digit, share of `##`
+continuation pieces, and the overlap of every two models. Only the preprocessors are loaded
+(the TF-Hub BERT contract's `tokenize` and the vocab.txt asset that ships inside them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import os
+import sys
+
+UNKNOWN = "[UNK]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tokenizer:
+    label: str
+    vocab: tuple[str, ...]
+    preprocessor: object  # the loaded TF-Hub BERT preprocessor
+
+    def words(self, text: str) -> list[list[str]]:
+        """The text's words, each as its WordPiece strings."""
+        import tensorflow as tf
+
+        ids = self.preprocessor.tokenize(tf.constant([text])).to_list()[0]
+        return [[self.vocab[i] for i in word] for word in ids]
+
+
+def vocab_file(handle: str) -> str:
+    """The vocab.txt asset of a preprocessor SavedModel (local folder or resolved TF-Hub URL)."""
+    import tensorflow as tf
+    import tensorflow_hub as hub
+
+    path = os.path.join(hub.resolve(handle), "assets", "vocab.txt")
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"preprocessor {handle!r} has no assets/vocab.txt; tokens needs a "
+                         "WordPiece (BERT-family) preprocessor")
+    return path
+
+
+def load_tokenizer(label: str) -> Tokenizer:
+    import tensorflow as tf
+
+    from models.hub_loader import load_handle
+    from models.spec import encoder_spec
+
+    spec = encoder_spec(label)
+    if not spec.preprocessor:
+        raise ValueError(f"model {label!r} ({spec.kind}) has no WordPiece preprocessor; tokens "
+                         "compares BERT-family models")
+    with tf.io.gfile.GFile(vocab_file(spec.preprocessor)) as f:
+        vocab = tuple(line.rstrip("\n") for line in f)
+    return Tokenizer(label, vocab, load_handle(spec.preprocessor))
+
+
+def vocab_stats(tokenizers: list[Tokenizer]) -> dict:
+    sets = {t.label: set(t.vocab) for t in tokenizers}
+    per_model = {t.label: {"size": len(sets[t.label]),
+                           "with_digits": sum(any(c.isdigit() for c in v) for v in sets[t.label])
+                           / len(sets[t.label]),
+                           "continuations": sum(v.startswith("##") for v in sets[t.label])
+                           / len(sets[t.label])} for t in tokenizers}
+    overlap = [{"models": [a, b], "shared": len(sets[a] & sets[b]),
+                "share_of_first": len(sets[a] & sets[b]) / len(sets[a]),
+                "share_of_second": len(sets[a] & sets[b]) / len(sets[b])}
+               for a, b in itertools.combinations(sets, 2)]
+    return {"models": per_model, "overlap": overlap}
+
+
+def compare(text: str, tokenizers: list[Tokenizer]) -> dict:
+    split = {t.label: t.words(text) for t in tokenizers}
+    return {"text": text, "words": split,
+            "stats": {label: {"words": len(w), "pieces": sum(map(len, w)),
+                              "pieces_per_word": sum(map(len, w)) / max(len(w), 1),
+                              "unknown": sum(p == UNKNOWN for word in w for p in word)}
+                      for label, w in split.items()}}
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def format_report(texts: list[dict], vocab: dict) -> str:
+    blocks = []
+    for item in texts:
+        labels = list(item["words"])
+        rows = [[str(i)] + [" ".join(w) if w else "" for w in words]
+                for i, words in enumerate(itertools.zip_longest(*item["words"].values()), 1)]
+        stats = [[label, str(s["words"]), str(s["pieces"]), f"{s['pieces_per_word']:.2f}",
+                  str(s["unknown"])] for label, s in item["stats"].items()]
+        blocks.append(f"text: {item['text']}\n{_table(['word', *labels], rows)}\n\n"
+                      + _table(["model", "words", "pieces", "pieces/word", "[UNK]"], stats))
+    blocks.append("vocabulary\n" + _table(
+        ["model", "size", "with digits", "## pieces"],
+        [[label, str(s["size"]), f"{s['with_digits']:.1%}", f"{s['continuations']:.1%}"]
+         for label, s in vocab["models"].items()]))
+    if vocab["overlap"]:
+        blocks.append("overlap\n" + _table(
+            ["models", "shared", "of first", "of second"],
+            [[" & ".join(o["models"]), str(o["shared"]), f"{o['share_of_first']:.1%}",
+              f"{o['share_of_second']:.1%}"] for o in vocab["overlap"]]))
+    return "\n\n".join(blocks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="beam-embed tokens", description=__doc__.split("\n\n")[0])
+    p.add_argument("texts", nargs="+", metavar="TEXT", help="one or more texts")
+    p.add_argument("--model", action="append", required=True,
+                   help="a preset or export-model folder; repeat to compare")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if len(set(args.model)) != len(args.model):
+        p.error(f"--model given twice: {args.model}")
+    try:
+        tokenizers = [load_tokenizer(m) for m in args.model]
+    except ValueError as e:
+        print(f"beam-embed tokens: {e}", file=sys.stderr)
+        return 2
+    texts = [compare(t, tokenizers) for t in args.texts]
+    vocab = vocab_stats(tokenizers)
+    print(json.dumps({"texts": texts, "vocabulary": vocab}, ensure_ascii=False, indent=2)
+          if args.json else format_report(texts, vocab))
+    return 0

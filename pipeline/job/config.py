@@ -1,0 +1,111 @@
+"""JobConfig: the parsed, validated job. Everything here is checked before any data is read."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
+from pipeline.common.manifest import FORMATS
+from pipeline.job.cleaning import SPLIT_MODES
+from pipeline.job.formats import READERS
+from pipeline.job.options import EmbedOptions
+from pipeline.job.sample_corpus import write_sample_corpus
+
+SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobConfig:
+    inputs: tuple[str, ...]
+    input_format: str | None
+    text_field: str
+    id_field: str | None
+    metadata_fields: tuple[str, ...]
+    split: str
+    clean: bool
+    max_text_bytes: int
+    encoder: EncoderSpec
+    output: str
+    formats: tuple[str, ...]
+    num_shards: int
+    include_text: bool
+    overwrite: bool
+    batch_tokens: int
+    max_batch_size: int
+    progress_every: float
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def worker_threads(opts) -> tuple[int, int]:
+    """(intra-op, inter-op) TensorFlow threads per worker process. The DirectRunner's
+    multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
+    vCPU unless `--experiments=no_use_multiple_sdk_containers`: each gets one thread per pool
+    (TF's default, one per core in every process, would oversubscribe the VM n-fold). Anything
+    else keeps TF's defaults (0: all cores)."""
+    from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, StandardOptions
+
+    runner = opts.view_as(StandardOptions).runner
+    if runner in ("DataflowRunner", "dataflow"):
+        experiments = opts.view_as(DebugOptions).experiments or []
+        return (0, 0) if "no_use_multiple_sdk_containers" in experiments else (1, 1)
+    direct = opts.view_as(DirectOptions)
+    if runner not in (None, "DirectRunner", "direct") or \
+            direct.direct_running_mode != "multi_processing":
+        return 0, 0
+    cores = os.cpu_count() or 1
+    workers = direct.direct_num_workers or cores  # Beam: 0 means one worker per core
+    return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
+
+
+def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
+    formats = _csv(opts.format)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"unknown format {(bad or [opts.format])[0]!r}; expected one or more of "
+                         f"{list(FORMATS)}")
+    check_choice("split", opts.split, SPLIT_MODES)
+    if opts.input_format is not None:
+        check_choice("input-format", opts.input_format, sorted(READERS))
+    encoder = encoder_spec(
+        opts.model, encoder=opts.encoder, preprocessor=opts.preprocessor,
+        poolings=_csv(opts.pooling), normalize=opts.normalize,
+        max_seq_length=opts.max_seq_length, long_text=opts.long_text,
+        granularity=opts.granularity, token_layer=opts.token_layer, token_unit=opts.token_unit,
+        token_dtype=opts.token_dtype, precision=opts.precision,
+        options=(("signature", opts.elmo_signature),), threads=worker_threads(opts))
+    return JobConfig(
+        inputs=tuple(opts.input or default_inputs),
+        input_format=opts.input_format,
+        text_field=opts.text_field,
+        id_field=opts.id_field,
+        metadata_fields=_csv(opts.metadata_fields),
+        split=opts.split,
+        clean=opts.clean,
+        max_text_bytes=check_positive("max-text-bytes", opts.max_text_bytes),
+        encoder=encoder,
+        output=opts.output.rstrip("/"),
+        formats=formats,
+        num_shards=max(opts.num_shards, 0),
+        include_text=opts.include_text,
+        overwrite=opts.overwrite,
+        batch_tokens=check_positive("batch-tokens", opts.batch_tokens),
+        max_batch_size=check_positive("max-batch-size", opts.max_batch_size),
+        progress_every=opts.progress_every,
+    )
+
+
+def configure(options) -> JobConfig:
+    """Parsed options -> a validated JobConfig. Without --input the bundled sample corpus (and
+    its id/topic fields) is the input."""
+    opts = options.view_as(EmbedOptions)
+    default_inputs = ()
+    if not opts.input:
+        default_inputs = (write_sample_corpus(SAMPLE_CORPUS),)
+        opts.id_field = opts.id_field or "id"
+        opts.metadata_fields = opts.metadata_fields or "topic"
+        opts.input_format = opts.input_format or "jsonl"
+    return from_options(opts, default_inputs)

@@ -1,0 +1,121 @@
+"""`beam-embed run ... --dry-run --job-file PATH`: the job as it would run, described, not run.
+
+The same `build_pipeline` as a real run, for the runner in `--runner` (Dataflow included),
+offline: no credentials, no network, nothing submitted or uploaded. What a real launch does on
+the launcher and a dry run does instead:
+
+- a remote model (`gs://`, URL) is not read: its export layout (`encoder/`, `preprocessor/`) is
+  assumed, `--pooling` and `--normalize` must be given, widths are left unknown (0); a local
+  model is loaded once, as in a real run, which checks it and learns the widths;
+- remote input patterns are not matched (local ones are); the output is not touched;
+- Dataflow's job is built by `pipeline.dataflow.offline` from Beam's own pieces;
+- the staged sdist is checked to hold every module the steps import (`pipeline.dataflow.shipping`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
+
+from models.hub_loader import is_remote
+from pipeline.common.log import log
+from pipeline.dataflow import shipping
+from pipeline.dataflow.checks import launch_warnings
+from pipeline.dataflow.describe import describe
+from pipeline.dataflow.offline import build_job, is_dataflow, require
+from pipeline.dataflow.options import DryRunOptions
+from pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
+from pipeline.job.config import configure
+from pipeline.job.options import EmbedOptions
+from pipeline.job.sources import expand_inputs
+
+__all__ = ["dry_run"]
+
+
+def use_remote_export(opts) -> str | None:
+    """For a remote `--model` export: points --encoder/--preprocessor at its SavedModels (the
+    export layout) and returns its name; None for anything else."""
+    if opts.encoder or not (opts.model and is_remote(opts.model)):
+        return None
+    missing = [flag for flag, value in (("--pooling", opts.pooling),
+                                        ("--normalize or --no-normalize", opts.normalize))
+               if value is None]
+    if missing:
+        raise ValueError(f"a dry run does not read the remote model {opts.model!r} (it is "
+                         f"offline); give {' and '.join(missing)} explicitly, as "
+                         "configs/dataflow_*.yaml do")
+    handle = opts.model.rstrip("/")
+    opts.encoder, opts.preprocessor = f"{handle}/encoder", f"{handle}/preprocessor"
+    return handle.rsplit("/", 1)[-1]
+
+
+def offline_inputs(patterns) -> tuple[list[tuple[str, int]], dict]:
+    local = [p for p in patterns if not is_remote(p)]
+    files = expand_inputs(local) if local else []
+    remote = [p for p in patterns if is_remote(p)]
+    return files + [(p, 0) for p in remote], {
+        "patterns": list(patterns), "local_files_matched": len(files),
+        "remote_patterns_not_matched": remote}
+
+
+def model_section(cfg, widths, loaded: bool) -> dict:
+    spec = cfg.encoder
+    section = {"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
+               "preprocessor": spec.preprocessor, "loaded": loaded,
+               "poolings": list(spec.poolings), "normalize": spec.normalize,
+               "max_seq_length": spec.max_seq_length,
+               "widths": dict(widths) if loaded else None}
+    if not loaded:
+        section["note"] = ("a remote handle is not read offline: widths unknown; a real launch "
+                           "loads it once on the launcher to check it")
+    return section
+
+
+def _launcher_package_dirs() -> list[str]:
+    import models
+    import pipeline
+
+    return [os.path.dirname(os.path.abspath(m.__file__)) for m in (pipeline, models)]
+
+
+def dry_run(options) -> int:
+    """Builds the job for --runner, checks it serializes and ships, writes --job-file."""
+    job_file = options.view_as(DryRunOptions).job_file
+    if not job_file or is_remote(job_file):
+        raise ValueError(f"--dry-run needs --job-file PATH, a local file for the job "
+                         f"description (got {job_file!r})")
+    remote_name = use_remote_export(options.view_as(EmbedOptions))
+    cfg = configure(options)
+    if remote_name:
+        cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder,
+                                                                   name=remote_name))
+    dataflow = is_dataflow(options)
+    notes = require(options) if dataflow else []
+    spec = cfg.encoder
+    loaded = not any(h and is_remote(h) for h in (spec.encoder, spec.preprocessor))
+    widths = probe_widths(cfg) if loaded else unprobed_widths(cfg)
+    files, inputs = offline_inputs(cfg.inputs)
+    workers = options.view_as(DirectOptions).direct_num_workers or 1
+    proto, job, staged = build_job(
+        options, lambda p: build_pipeline(p, cfg, files, widths, workers))
+    options = job.options if job is not None else options  # as the runner completed them
+    checks = {"serialized": "every step pickled and read back (runner API round trip)"}
+    warnings = notes + (launch_warnings(options, spec.encoder, cfg.output, cfg.inputs)
+                        if dataflow else [])
+    if dataflow and options.view_as(SetupOptions).setup_file:
+        checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
+    description = describe(options, proto, job, staged, model=model_section(cfg, widths, loaded),
+                           inputs=inputs, output=cfg.output, checks=checks, warnings=warnings)
+    os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
+    with open(job_file, "w", encoding="utf-8") as f:
+        json.dump(description, f, indent=2, default=str)
+    for w in warnings:
+        log(f"warning: {w}")
+    w = description["worker"]
+    log(f"dry run: {len(description['steps'])} steps for {description['runner']}"
+        + (f", image {w['container_image']}, accelerator {w['accelerator']}" if dataflow else "")
+        + f"; nothing was submitted -> {job_file}")
+    return 0

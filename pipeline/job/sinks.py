@@ -1,0 +1,199 @@
+"""The job's outputs: Parquet and TFRecord shards with one schema, dead letters, the manifest.
+
+The schema is defined once (`OutputSchema`); both formats are written from whole inference
+batches (Arrow arrays built column-wise, no per-row dicts for Parquet).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.common.manifest import (
+    ERRORS_PREFIX,
+    PREFIX,
+    SHARD_TEMPLATE,
+    listed_files,
+    write_manifest,
+)
+from pipeline.common.records import EmbeddedBatch
+from pipeline.job.parquet_sink import write_parquet_batches
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSchema:
+    """One row per record: shared columns, then one vector column per pooling."""
+
+    widths: tuple[tuple[str, int], ...]  # (column, width) per pooling, in order
+    metadata_fields: tuple[str, ...]
+    include_text: bool
+
+    def arrow(self) -> pa.Schema:
+        fields = [pa.field("id", pa.string(), nullable=False)]
+        if self.include_text:
+            fields.append(pa.field("text", pa.string()))
+        fields.append(pa.field("source", pa.string()))
+        fields += [pa.field(name, pa.string()) for name in self.metadata_fields]
+        fields += self.vector_fields()
+        fields += [pa.field("num_tokens", pa.int32()), pa.field("truncated", pa.bool_())]
+        return pa.schema(fields)
+
+    def vector_fields(self) -> list[pa.Field]:
+        return [pa.field(col, pa.list_(pa.float32(), width)) for col, width in self.widths]
+
+    def vector_columns(self, batch: EmbeddedBatch) -> list[pa.Array]:
+        return [pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(batch.vectors[col], np.float32).reshape(-1)), width)
+            for col, width in self.widths]
+
+    def table(self, batch: EmbeddedBatch) -> pa.Table:
+        records = batch.records
+        columns = [pa.array([r.id for r in records], pa.string())]
+        if self.include_text:
+            columns.append(pa.array([r.text for r in records], pa.string()))
+        columns.append(pa.array([r.source for r in records], pa.string()))
+        metas = [dict(r.meta) for r in records]
+        columns += [pa.array([m.get(k) for m in metas], pa.string()) for k in self.metadata_fields]
+        columns += self.vector_columns(batch)
+        columns += [pa.array(batch.num_tokens.astype(np.int32)), pa.array(batch.truncated)]
+        return pa.Table.from_arrays(columns, schema=self.arrow())
+
+    def vector_rows(self, batch: EmbeddedBatch):
+        """The batch's vectors as Python lists, converted once per batch: FloatList reads a list
+        of floats ~4x faster than a numpy row (measured 23 vs 89 us per 384-wide vector)."""
+        return {col: np.asarray(batch.vectors[col], np.float32).tolist() for col, _ in self.widths}
+
+    def vector_features(self, rows, i: int) -> dict:
+        import tensorflow as tf
+
+        return {col: tf.train.Feature(float_list=tf.train.FloatList(value=rows[col][i]))
+                for col, _ in self.widths}
+
+    def examples(self, batch: EmbeddedBatch):
+        import tensorflow as tf
+
+        rows = self.vector_rows(batch)
+        for i, r in enumerate(batch.records):
+            f = {"id": _bytes(r.id), "source": _bytes(r.source),
+                 "num_tokens": _ints([batch.num_tokens[i]]),
+                 "truncated": _ints([batch.truncated[i]])}
+            if self.include_text:
+                f["text"] = _bytes(r.text)
+            meta = dict(r.meta)
+            f.update({k: _bytes(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
+            f.update(self.vector_features(rows, i))
+            yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+
+def _ints(values):
+    import tensorflow as tf
+
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+
+def _bytes(value: str):
+    return _bytes_list([value])
+
+
+def _bytes_list(values: list[str]):
+    import tensorflow as tf
+
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode("utf-8") for v in values]))
+
+
+class WriteParquet(beam.PTransform):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+        super().__init__()
+        self._output, self._schema, self._shards = output, schema, num_shards
+
+    def expand(self, batches):
+        schema = self._schema
+        return (batches
+                | "ToArrow" >> beam.Map(schema.table)
+                | "WriteShards" >> write_parquet_batches(
+                    FileSystems.join(self._output, PREFIX), schema.arrow(), self._shards,
+                    ".parquet", SHARD_TEMPLATE))
+
+
+class WriteTFRecord(beam.PTransform):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+        super().__init__()
+        self._output, self._schema, self._shards = output, schema, num_shards
+
+    def expand(self, batches):
+        return (batches
+                | "ToExamples" >> beam.FlatMap(self._schema.examples)
+                | "WriteShards" >> beam.io.WriteToTFRecord(
+                    FileSystems.join(self._output, PREFIX), num_shards=self._shards,
+                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=".tfrecord"))
+
+
+class WriteDeadLetters(beam.PTransform):
+    def __init__(self, output: str):
+        super().__init__()
+        self._output = output
+
+    def expand(self, dead):
+        return (dead
+                | "ToJson" >> beam.Map(lambda d: json.dumps(d.to_json(), ensure_ascii=False))
+                | "WriteShards" >> beam.io.WriteToText(
+                    FileSystems.join(self._output, ERRORS_PREFIX),
+                    shard_name_template=SHARD_TEMPLATE,
+                    file_name_suffix=".jsonl"))
+
+
+def count(pcoll, label: str, size=None):
+    """A singleton PCollection summing `size` over elements (default: batches count their
+    records, anything else 1)."""
+    size = size or (lambda x: len(x) if isinstance(x, EmbeddedBatch) else 1)
+    return (pcoll
+            | f"Size{label}" >> beam.Map(size)
+            | f"Count{label}" >> beam.CombineGlobally(sum))
+
+
+class _WriteManifest(beam.DoFn):
+    def __init__(self, output: str, base: dict):
+        self._output, self._base = output, base
+
+    def process(self, _, counts, files):
+        import time
+
+        manifest = dict(self._base)
+        manifest["counts"] = {}
+        for k, v in sorted(counts):  # several counts of one name add up
+            manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
+        manifest.update(listed_files(files, manifest["formats"]))
+        manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest["wall_time_s"] = round(time.time() - manifest.pop("started_unix"), 3)
+        write_manifest(self._output, manifest)
+        yield manifest
+
+
+class WriteManifest(beam.PTransform):
+    """Written last: waits for every shard (the written file names are its side input)."""
+
+    def __init__(self, output: str, base: dict, counts: list, written: list):
+        super().__init__()
+        self._output, self._base = output, base
+        self._counts, self._written = counts, written
+
+    def expand(self, pbegin):
+        counts, written, p = self._counts, self._written, pbegin
+        labelled = [c | f"Label{i}{name}" >> beam.Map(lambda n, name=name: (name, n))
+                    for i, (name, c) in enumerate(counts)]
+        all_counts = tuple(labelled) | "MergeCounts" >> beam.Flatten()
+        files = tuple(written) | "MergeFiles" >> beam.Flatten()
+        return (p
+                | "Start" >> beam.Create([None])
+                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base),
+                                        counts=beam.pvalue.AsList(all_counts),
+                                        files=beam.pvalue.AsList(files)))
+
+
+# The writer of each output format, by the names the manifest lists (common.manifest.FORMATS).
+WRITERS = {"parquet": WriteParquet, "tfrecord": WriteTFRecord}

@@ -1,0 +1,69 @@
+"""Exports for people, made on the launcher from the sample the pipeline wrote: a TensorBoard
+projector bundle, an interactive HTML scatter and a PNG of it. Bounded by the sample size, so
+workers need neither plotting libraries nor memory for them."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.pca import plots, projector
+from pipeline.pca.maps import axis_labels, compute_map, map_title
+from pipeline.pca.project import pc_names
+from pipeline.pca.sample import METHOD, read_sample
+
+PROJECTOR_DIR, HTML_FILE, PNG_FILE = "projector", "plot.html", "plot.png"
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """What the exports show, and the folder they go to."""
+    folder: str
+    components: int
+    model: str
+    pooling: str
+    method: str
+    dims: int
+    color_by: str
+    seed: int
+
+
+def sampling_note(info: dict) -> str:
+    """One line on what the points are, for titles, the projector config and the log."""
+    if info["size"] == info["of"]:
+        return f"all {info['of']:,} records"
+    return (f"a deterministic sample of {info['size']:,} of {info['of']:,} records "
+            f"({METHOD}, seed {info['seed']})")
+
+
+def export_sample(sample_path: str, spec: ExportSpec) -> dict:
+    """Writes the projector bundle, plot.html and plot.png; returns what the manifest records."""
+    table, info = read_sample(sample_path)
+    if table.num_rows < 2:
+        raise ValueError(f"{sample_path} holds {table.num_rows} records; the exports need 2")
+    note = sampling_note(info)
+    if info["size"] < info["of"]:
+        logging.warning("the projector and the plots show %s", note)
+    names = pc_names(spec.components)
+    pcs = np.column_stack([table.column(c).to_numpy() for c in names])
+    bundle = projector.write_projector(
+        FileSystems.join(spec.folder, PROJECTOR_DIR), pcs,
+        table.drop_columns(names), f"{spec.pooling} PCA-{spec.components}",
+        f"beam-embed pca: {spec.model}, pooling {spec.pooling}\n{note}")
+
+    coords = compute_map(spec.method, pcs, spec.dims, spec.seed)
+    colors = plots.coloring(table, spec.color_by)
+    axes = axis_labels(spec.method, spec.dims)
+    heading = f"{spec.model} · {spec.pooling} · {map_title(spec.method, spec.components)}"
+    fig = plots.scatter_figure(coords, table, colors,
+                               f"{plots.escape(heading)}<br><sup>{plots.escape(note)}</sup>", axes)
+    plots.write_html(fig, FileSystems.join(spec.folder, HTML_FILE))
+    plots.write_png(coords, colors, f"{heading}\n{note}", axes,
+                    FileSystems.join(spec.folder, PNG_FILE))
+    return {"sample": {**info, "note": note},
+            "projector": {k: f"{PROJECTOR_DIR}/{v}" for k, v in bundle.items()},
+            "html": HTML_FILE, "png": PNG_FILE,
+            "plot": {"method": spec.method, "dims": spec.dims, "color_by": spec.color_by}}

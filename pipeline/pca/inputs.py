@@ -1,0 +1,78 @@
+"""The embedding job's shards as the PCA job reads them: blocks of whole records.
+
+A block is a `pyarrow.Table` of whole records: the requested columns plus the pooling column
+(`fixed_size_list<float32>[width]`), whichever format the shards are in. Parquet shards come one
+block per row group (`ReadAllFromParquetBatched`); TFRecord shards are batched and parsed in bulk
+with `tf.io.parse_example`. Nothing downstream touches a row in Python.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from pipeline.common.manifest import PoolingColumn
+
+TFRECORD_BATCH = 4096
+
+
+def vectors_of(block: pa.Table, column: str, width: int) -> np.ndarray:
+    """The block's `column` as a float32 [rows, width] array (zero-copy where Arrow allows)."""
+    arr = block.column(column).combine_chunks()
+    if arr.null_count:
+        raise ValueError(f"column {column!r} holds {arr.null_count} null vectors")
+    return arr.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+
+
+def _tfrecord_spec(columns: tuple[str, ...], pooling: PoolingColumn):
+    import tensorflow as tf  # only where TFRecord shards are read
+
+    spec = {}
+    for c in columns:
+        if c in ("num_tokens", "truncated"):
+            spec[c] = tf.io.FixedLenFeature([], tf.int64)
+        elif c in ("id", "source"):
+            spec[c] = tf.io.FixedLenFeature([], tf.string)
+        else:  # text and metadata may be missing from a record
+            spec[c] = tf.io.FixedLenFeature([], tf.string, default_value="")
+    spec[pooling.column] = tf.io.FixedLenFeature([pooling.width], tf.float32)
+    return spec
+
+
+def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling: PoolingColumn
+                   ) -> pa.Table:
+    """A batch of serialized tf.train.Examples -> the block Parquet would have given."""
+    import tensorflow as tf
+
+    parsed = tf.io.parse_example(tf.constant(serialized), _tfrecord_spec(columns, pooling))
+    arrays = {}
+    for c in columns:
+        values = parsed[c].numpy()
+        if c in ("num_tokens", "truncated"):
+            arrays[c] = pa.array(values.astype(np.int32) if c == "num_tokens" else values != 0)
+        else:
+            arrays[c] = pa.array(values, pa.binary()).cast(pa.string())
+    flat = pa.array(parsed[pooling.column].numpy().reshape(-1))
+    arrays[pooling.column] = pa.FixedSizeListArray.from_arrays(flat, pooling.width)
+    return pa.table(arrays)
+
+
+class ReadEmbeddings(beam.PTransform):
+    """PBegin -> PCollection[pa.Table]: blocks of `columns` + the pooling column from the shards."""
+
+    def __init__(self, shards: tuple[str, ...], fmt: str, columns: tuple[str, ...],
+                 pooling: PoolingColumn):
+        super().__init__()
+        self.shards, self.fmt, self.columns, self.pooling = shards, fmt, columns, pooling
+
+    def expand(self, pbegin):
+        files = pbegin | "ListShards" >> beam.Create(list(self.shards))
+        if self.fmt == "parquet":
+            return files | "ReadParquet" >> beam.io.ReadAllFromParquetBatched(
+                columns=list(self.columns) + [self.pooling.column])
+        return (files
+                | "ReadTFRecord" >> beam.io.ReadAllFromTFRecord()
+                | "BatchExamples" >> beam.BatchElements(min_batch_size=TFRECORD_BATCH,
+                                                        max_batch_size=TFRECORD_BATCH)
+                | "ParseExamples" >> beam.Map(parse_examples, self.columns, self.pooling))

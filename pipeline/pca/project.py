@@ -1,0 +1,63 @@
+"""The second pass: blocks of records -> blocks of `id, pc_1..pc_K, columns`, written as Parquet."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.pca.fit import PcaFit
+from pipeline.pca.inputs import vectors_of
+
+PROJECTIONS = "projections"  # shards: projections-00000-of-00004.parquet
+
+
+def pc_names(k: int) -> list[str]:
+    return [f"pc_{i}" for i in range(1, k + 1)]
+
+
+def projection_schema(k: int, columns: dict) -> pa.Schema:
+    """`id`, pc_1..pc_K as float32, then `columns` (name -> Arrow type)."""
+    return pa.schema([("id", pa.string())] + [(n, pa.float32()) for n in pc_names(k)]
+                     + [(c, t) for c, t in columns.items() if c != "id"])
+
+
+def project_block(block: pa.Table, fit: PcaFit, schema: pa.Schema) -> pa.Table:
+    """One block of records -> its projection table (float64 maths, float32 storage)."""
+    pooling = fit.spec.pooling
+    coords = fit.transform(vectors_of(block, pooling.column, pooling.width))
+    coords = np.ascontiguousarray(coords.T, dtype=np.float32)
+    arrays = {"id": block.column("id")}
+    arrays.update(zip(pc_names(len(coords)), coords))
+    arrays.update({c: block.column(c) for c in schema.names if c not in arrays})
+    return pa.table(arrays).cast(schema)
+
+
+class ProjectEmbeddings(beam.PTransform):
+    """PCollection[pa.Table] of records -> PCollection[pa.Table] shaped by `schema`."""
+
+    def __init__(self, fit, schema: pa.Schema):
+        """`fit`: the PcaFit itself, or a side input (`beam.pvalue.AsSingleton`) that yields it."""
+        super().__init__()
+        self.fit, self.schema = fit, schema
+
+    def expand(self, blocks):
+        return blocks | "ApplyFit" >> beam.Map(project_block, self.fit, self.schema)
+
+
+class WriteProjections(beam.PTransform):
+    """PCollection[pa.Table] -> `folder/projections-SSSSS-of-NNNNN.parquet`, runner-sharded.
+
+    Only the columns of `schema` are written, so the blocks may carry more (the sample's text)."""
+
+    def __init__(self, folder: str, schema: pa.Schema):
+        super().__init__()
+        self.folder, self.schema = folder, schema
+
+    def expand(self, tables):
+        return (tables
+                | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names)
+                | "WriteParquet" >> beam.io.WriteToParquetBatched(
+                    FileSystems.join(self.folder, PROJECTIONS), self.schema, codec="snappy",
+                    file_name_suffix=".parquet"))

@@ -1,0 +1,225 @@
+"""`beam-embed run --dry-run --job-file`: the Dataflow job built offline from configs/, read back.
+
+Every dry run here runs with the network refused (a recorded attempt fails the test), no
+credentials reachable, and an alarm that turns a hang into a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import tarfile
+from unittest import mock
+
+import apache_beam as beam
+import pytest
+import yaml
+from apache_beam.options.pipeline_options import PipelineOptions
+
+import pipeline.job.dry_run as dataflow
+from pipeline.dataflow.options import dry_run_requested
+from pipeline.job.command import main
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPU_CONFIG = os.path.join(REPO, "configs", "dataflow_gpu.yaml")
+CPU_CONFIG = os.path.join(REPO, "configs", "dataflow_cpu.yaml")
+DRY_RUN_LIMIT_S = 240
+
+
+@contextlib.contextmanager
+def offline(tmp):
+    """Refuses (and records) every connection and DNS lookup; no credentials; alarm on hangs."""
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(repr(args[1:3]))
+        raise OSError("the network is off in this test")
+
+    def hang(signum, frame):
+        raise TimeoutError(f"dry run still running after {DRY_RUN_LIMIT_S}s: it waits on a service")
+
+    env = {"GOOGLE_APPLICATION_CREDENTIALS": os.path.join(tmp, "no-credentials.json"),
+           "CLOUDSDK_CONFIG": os.path.join(tmp, "no-gcloud")}
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(DRY_RUN_LIMIT_S)
+    try:
+        with mock.patch.object(socket.socket, "connect", refuse), \
+                mock.patch.object(socket, "getaddrinfo", refuse), \
+                mock.patch.dict(os.environ, env), contextlib.chdir(REPO):
+            yield attempts
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def dry_run(tmp, *args: str) -> tuple[int, dict | None, list[str]]:
+    job_file = os.path.join(tmp, "job.json")
+    with offline(tmp) as attempts:
+        code = main([*args, "--dry-run", "--job-file", job_file])
+    assert attempts == [], f"the dry run tried the network: {attempts}"
+    if code != 0:
+        return code, None, attempts
+    with open(job_file, encoding="utf-8") as f:
+        return code, json.load(f), attempts
+
+
+@pytest.fixture(scope="module")
+def gpu_job(tmp_path_factory):
+    """configs/dataflow_gpu.yaml exactly as shipped (gs:// model, input, output)."""
+    code, job, _ = dry_run(str(tmp_path_factory.mktemp("gpu_job")), "--config", GPU_CONFIG)
+    assert code == 0
+    return job
+
+
+@pytest.fixture(scope="module")
+def gpu_config():
+    with open(GPU_CONFIG, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def test_every_step_of_the_job_is_described(gpu_job):
+    names = {s["name"] for s in gpu_job["steps"]}
+    for step in ("ReadCorpus", "EmbedRecords", "EmbedRecords/RunInference", "WriteParquet",
+                 "WriteDeadLetters", "WriteManifest", "WriteManifest/Write"):
+        assert step in names
+    assert gpu_job["submitted"] is False and gpu_job["runner"] == "DataflowRunner"
+    assert all(s["urn"] for s in gpu_job["steps"])
+
+
+def test_worker_environment_has_the_gpu_and_the_image(gpu_job, gpu_config):
+    worker = gpu_job["worker"]
+    assert worker["accelerator_parsed"] == {"type": "nvidia-l4", "count": "1",
+                                            "install-nvidia-driver": True}
+    assert gpu_config["dataflow_service_options"] in gpu_job["service_options"]
+    assert worker["container_image"] == gpu_config["sdk_container_image"]
+    pool = gpu_job["dataflow_job"]["environment"]["workerPools"][0]
+    assert pool["workerHarnessContainerImage"] == gpu_config["sdk_container_image"]
+    assert pool["machineType"] == "g2-standard-8" and worker["max_num_workers"] == 8
+    assert "no_use_multiple_sdk_containers" in gpu_job["experiments"]
+    assert "use_runner_v2" in gpu_job["experiments"]  # added by Beam's own runner code
+    assert worker["sdk_processes"].startswith("one per worker VM")
+    assert gpu_job["warnings"] == []
+
+
+def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
+    assert gpu_job["setup_file"] == "./setup.py"
+    staged = {s["name"]: s for s in gpu_job["staged"]}
+    assert {"workflow.tar.gz", "pipeline.pb"} <= set(staged)
+    assert staged["workflow.tar.gz"]["location"].startswith(gpu_job["staging_location"])
+    with tarfile.open(staged["workflow.tar.gz"]["local_path"]) as tar:
+        members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
+    assert {"pipeline/run.py", "pipeline/job/embed.py", "models/encoders/bert.py"} <= members
+    assert not any(m.startswith(("tests/", "benchmarks/")) for m in members)
+    pool = gpu_job["dataflow_job"]["environment"]["workerPools"][0]
+    assert "workflow.tar.gz" in {p["name"] for p in pool["packages"]}
+    shipped = gpu_job["checks"]["worker_imports"]
+    assert shipped["packages"] == ["models", "pipeline"]
+    assert "pipeline.job.embed" in shipped["project_modules"]
+
+
+def test_remote_model_is_not_read(gpu_job):
+    model = gpu_job["model"]
+    assert model["loaded"] is False and model["widths"] is None
+    assert model["encoder"] == "gs://my-bucket/models/all-MiniLM-L6-v2/encoder"
+    assert model["poolings"] == ["mean"] and model["normalize"] is True
+    assert gpu_job["inputs"]["remote_patterns_not_matched"] == ["gs://my-bucket/corpus/*.jsonl.gz"]
+
+
+def test_local_model_is_loaded_and_flagged(tiny_export, tmp_path):
+    code, job, _ = dry_run(str(tmp_path), "--config", CPU_CONFIG, "--model", tiny_export)
+    assert code == 0
+    assert job["model"]["loaded"] is True and job["model"]["widths"] == {"mean": 8}
+    assert any("local path" in w and tiny_export in w for w in job["warnings"])
+    assert job["worker"]["accelerator"] is None and job["worker"]["machine_type"] == "n2-standard-8"
+
+
+class _WarmModel(beam.DoFn):
+    """The classic mistake: a model loaded on the launcher and carried by the DoFn."""
+
+    def __init__(self):
+        self.model = None
+
+    def process(self, element):
+        yield element
+
+
+def _with_extra_step(add):
+    real = dataflow.build_pipeline
+
+    def build(p, cfg, *args, **kwargs):
+        real(p, cfg, *args, **kwargs)
+        add(p, cfg)
+    return mock.patch.object(dataflow, "build_pipeline", build)
+
+
+def test_a_dofn_holding_a_loaded_model_fails_the_dry_run(tiny_export, tmp_path, capsys):
+    def add(p, cfg):
+        fn = _WarmModel()
+        _ = p | "Seed" >> beam.Create([1]) | "WarmModel" >> beam.ParDo(fn)
+        fn.model = cfg.encoder.build()  # after Beam's construction-time pickle check
+
+    with _with_extra_step(add):
+        code, _, _ = dry_run(str(tmp_path), "--config", GPU_CONFIG, "--model", tiny_export)
+    assert code == 2
+    assert "step 'WarmModel' cannot be serialized" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "job.json")
+
+
+def test_a_lambda_capturing_a_model_fails_the_dry_run(tiny_export, tmp_path, capsys):
+    def add(p, cfg):
+        model = cfg.encoder.build()
+        _ = p | "Seed" >> beam.Create(["x"]) | "Inline" >> beam.Map(lambda t: model.embed([t]))
+
+    with _with_extra_step(add):
+        code, _, _ = dry_run(str(tmp_path), "--config", GPU_CONFIG, "--model", tiny_export)
+    assert code == 2
+    assert "cannot be serialized for the workers" in capsys.readouterr().err
+
+
+class _NotShipped(beam.DoFn):
+    """Lives in tests/, which the staged package does not contain."""
+
+    def process(self, element):
+        yield element
+
+
+def test_a_step_needing_unshipped_code_fails_the_dry_run(tmp_path, capsys):
+    def add(p, cfg):
+        _ = p | "Seed" >> beam.Create([1]) | "FromTests" >> beam.ParDo(_NotShipped())
+
+    with _with_extra_step(add):
+        code, _, _ = dry_run(str(tmp_path), "--config", GPU_CONFIG)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "does not ship" in err and "tests" in err
+
+
+def test_any_runner_gets_a_description(tmp_path):
+    code, job, _ = dry_run(str(tmp_path), "--config", GPU_CONFIG, "--runner", "DirectRunner")
+    assert code == 0 and job["dataflow_job"] is None
+    assert "EmbedRecords/RunInference" in {s["name"] for s in job["steps"]}
+
+
+def test_offline_prerequisites_are_named(tmp_path, capsys):
+    bare = tmp_path / "bare.yaml"
+    config = yaml.safe_load(open(GPU_CONFIG, encoding="utf-8"))
+    for key in ("pooling", "normalize"):
+        config.pop(key)
+    bare.write_text(yaml.safe_dump(config))
+    assert dry_run(str(tmp_path), "--config", str(bare))[0] == 2
+    assert "give --pooling and --normalize or --no-normalize" in capsys.readouterr().err
+    assert dry_run(str(tmp_path), "--config", GPU_CONFIG, "--temp_location=")[0] == 2
+    assert "needs --temp_location" in capsys.readouterr().err
+    assert dry_run(str(tmp_path), "--config", GPU_CONFIG, "--temp_location", "gs://x")[0] == 2
+    assert "'gs://x' is not a valid gs://bucket/path" in capsys.readouterr().err
+
+
+def test_beam_spelling_of_dry_run_is_honoured():
+    assert dry_run_requested(PipelineOptions(["--dry_run=True"]))
+    assert dry_run_requested(PipelineOptions(["--dry-run"]))
+    assert not dry_run_requested(PipelineOptions([]))

@@ -1,0 +1,64 @@
+"""`beam-embed tokens`: pieces against Hugging Face `tokenizers`, vocabulary numbers by sets."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from tokenizers import BertWordPieceTokenizer
+
+from pipeline.cli import main as cli
+from tests.bert_reference import TINY_VOCAB
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+TEXT = "The BRCA1 p.V600E mutation, in 1999: cats sat!"
+
+
+def _vocab(export: str) -> list[str]:
+    with open(os.path.join(export, "preprocessor", "assets", "vocab.txt"), encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def test_side_by_side_pieces_and_vocabulary_numbers(tiny_export, minilm_export,
+                                                    minilm_checkpoint, capsys):
+    assert cli(["tokens", TEXT, "a dog", "--model", tiny_export, "--model", minilm_export,
+                "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    first = report["texts"][0]
+    hf = BertWordPieceTokenizer(os.path.join(minilm_checkpoint, "vocab.txt"), lowercase=True)
+    want = hf.encode(TEXT, add_special_tokens=False)
+    got = first["words"][minilm_export]
+    assert [p for word in got for p in word] == want.tokens
+    assert len(got) == len(set(want.word_ids))
+    assert first["words"][tiny_export][-3:] == [["cat", "##s"], ["sat"], ["!"]]
+    stats = first["stats"][tiny_export]
+    assert stats["unknown"] == sum(p == "[UNK]" for w in first["words"][tiny_export] for p in w)
+    assert stats["pieces_per_word"] == pytest.approx(stats["pieces"] / stats["words"])
+    assert report["texts"][1]["words"][minilm_export] == [["a"], ["dog"]]
+
+    tiny, minilm = set(TINY_VOCAB), set(_vocab(minilm_export))
+    models = report["vocabulary"]["models"]
+    assert models[minilm_export]["size"] == len(minilm) == 30522
+    assert models[minilm_export]["with_digits"] == pytest.approx(
+        sum(any(c.isdigit() for c in t) for t in minilm) / len(minilm))
+    assert models[tiny_export]["continuations"] == pytest.approx(2 / len(tiny))
+    (overlap,) = report["vocabulary"]["overlap"]
+    assert overlap["models"] == [tiny_export, minilm_export]
+    assert overlap["shared"] == len(tiny & minilm)
+    assert overlap["share_of_second"] == pytest.approx(len(tiny & minilm) / len(minilm))
+
+
+def test_table_output(tiny_export, capsys):
+    assert cli(["tokens", "the cats sat", "--model", tiny_export]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("text: the cats sat\nword  " + tiny_export)
+    assert "2     cat ##s" in out and "vocabulary" in out and "overlap" not in out
+
+
+def test_bad_models_fail_with_clear_errors(capsys):
+    assert cli(["tokens", "x", "--model", "no-such-model"]) == 2
+    assert "unknown model 'no-such-model'; expected a preset" in capsys.readouterr().err
+    assert cli(["tokens", "x", "--model", "elmo"]) == 2
+    assert "model 'elmo' (elmo) has no WordPiece preprocessor" in capsys.readouterr().err

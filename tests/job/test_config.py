@@ -1,0 +1,78 @@
+"""Bad configuration fails before any data is read, naming the bad value and the choices."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipeline.job.command import main
+from tests.job_helpers import parquet_rows, run_job, write_lines
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    return write_lines(str(tmp_path / "corpus.txt"), ["the cat sat", "a dog"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pooling", "mean,avg"], "unknown pooling 'avg'; expected one of ['cls', 'max', 'mean', 'pooled_output']"),
+    (["--pooling", "mean@-9"], "asks for layer -9, but the model has 2 layers"),
+    (["--pooling", "pooled_output@1"], "takes no layer"),
+    (["--format", "parquet,csv"], "unknown format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
+    (["--long-text", "split"], "unknown --long-text 'split'; expected one of ['truncate', 'chunk']"),
+    (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences']"),
+    (["--poolng", "mean"], "unknown flag '--poolng'; did you mean ['--pooling']"),
+    (["--max-seq-length", "0"], "--max-seq-length must be a positive integer, got 0"),
+])
+def test_bad_flags_fail_before_reading(tiny_export, corpus, tmp_path, capsys, args, message):
+    out = tmp_path / "out"
+    code = main(["--input", corpus, "--model", tiny_export, "--output", str(out), *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_unknown_model_names_the_presets(corpus, tmp_path, capsys):
+    assert main(["--input", corpus, "--model", "bert-huge", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'bert-huge'" in err and "'minilm'" in err and "'elmo'" in err
+
+
+@pytest.mark.parametrize("handle, message", [
+    (os.path.join("no", "such", "folder"), "is not a folder"),
+    ("https://nonexistent.invalid/encoder", "cannot load model handle 'https://nonexistent.invalid/encoder'"),
+])
+def test_unreadable_handles(corpus, tiny_export, tmp_path, capsys, handle, message):
+    code = main(["--input", corpus, "--encoder", handle, "--preprocessor",
+                 os.path.join(tiny_export, "preprocessor"), "--output", str(tmp_path / "o")])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_config_file_with_flag_overrides(tiny_export, corpus, tmp_path):
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(f"model: {tiny_export}\npooling: [cls, mean]\nformat: parquet\n"
+                   f"include_text: false\ninput: [{corpus}]\n")
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--config", str(cfg), "--pooling", "mean")
+    assert [p["column"] for p in manifest["poolings"]] == ["mean"]
+    assert manifest["formats"] == ["parquet"] and manifest["text_column"] is False
+    assert "text" not in next(iter(parquet_rows(out).values()))
+
+
+def test_config_file_unknown_key(tmp_path, capsys):
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text("poolings: [mean]\n")
+    assert main(["--config", str(cfg), "--output", str(tmp_path / "o")]) == 2
+    assert "unknown key 'poolings'" in capsys.readouterr().err
+
+
+def test_refuses_to_overwrite_without_flag(tiny_export, corpus, tmp_path, capsys):
+    out = str(tmp_path / "out")
+    run_job(out, "--input", corpus, "--model", tiny_export)
+    assert main(["--input", corpus, "--model", tiny_export, "--output", out]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    run_job(out, "--input", corpus, "--model", tiny_export, "--overwrite", "--format", "parquet")
+    assert not [f for f in os.listdir(out) if f.endswith(".tfrecord")]

@@ -1,0 +1,183 @@
+"""The whole job on small folders in the embedding job's format, against scikit-learn."""
+
+import json
+import os
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from sklearn.decomposition import PCA
+
+from pipeline.common.manifest import prepare_output
+from pipeline.pca.command import OUTPUTS, main
+from pipeline.pca.fit import load_fit
+from tests.pca.fixtures import (
+    WIDTH,
+    assert_close,
+    clustered_matrix,
+    pcs_of,
+    read_projections,
+    records,
+    write_embeddings,
+)
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+
+def _table(n=600, seed=0):
+    x, labels = clustered_matrix(n, seed=seed)
+    second = (x[:, ::-1] * 0.5).copy()
+    texts = [f"record {i} about topic {t}" for i, t in enumerate(labels)]
+    return x, records({"mean": x, "mean_layer_m2": second}, texts=texts,
+                      meta={"title": [f"topic {t}" for t in labels]})
+
+
+def _run(input_dir, output_dir, *flags) -> dict:
+    """Runs the job; returns the manifest it wrote."""
+    assert main(["--input", str(input_dir), "--output", str(output_dir), *flags]) == 0
+    return json.loads((output_dir / "manifest.json").read_text())
+
+
+def _refused(capsys, input_dir, output_dir, *flags) -> str:
+    """Runs the job expecting a configuration error; returns the one line it printed."""
+    assert main(["--input", str(input_dir), "--output", str(output_dir), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("beam-embed pca: ") and err.count("\n") == 1
+    return err
+
+
+def test_job_matches_sklearn_and_writes_every_output(tmp_path):
+    x, table = _table()
+    write_embeddings(str(tmp_path / "emb"), table, shards=4)
+    manifest = _run(tmp_path / "emb", tmp_path / "viz", "--components", "8", "--sample", "250",
+                    "--columns", "source,length,title", "--color-by", "title")
+    ref = PCA(8, svd_solver="full").fit(x.astype(np.float64))
+
+    fit = load_fit(str(tmp_path / "viz" / "pca.npz"))
+    assert fit.spec.pooling.column == "mean" and fit.count == 600  # the manifest's first
+    assert_close(fit.components, ref.components_)
+    assert_close(fit.explained_variance, ref.explained_variance_)
+    assert_close(fit.explained_variance_ratio, ref.explained_variance_ratio_)
+
+    projections = read_projections(str(tmp_path / "viz"))
+    assert projections.column_names == ["id"] + [f"pc_{i}" for i in range(1, 9)] + [
+        "source", "num_tokens", "title"]
+    np.testing.assert_array_equal(projections.column("id"), table.column("id"))
+    assert_close(pcs_of(projections), ref.transform(x.astype(np.float64)))
+    np.testing.assert_array_equal(projections.column("title"), table.column("title"))
+
+    assert manifest["projections"]["rows"] == 600
+    assert manifest["sample"]["size"] == 250 and manifest["sample"]["of"] == 600
+    assert pq.read_table(tmp_path / "viz" / "sample.parquet").num_rows == 250
+    for name in ("plot.html", "plot.png", "projector/tensors.tsv", "projector/metadata.tsv",
+                 "projector/projector_config.pbtxt"):
+        assert (tmp_path / "viz" / name).stat().st_size > 0, name
+
+
+def test_many_shards_and_workers_give_the_same_fit(tmp_path):
+    x, table = _table(seed=1)
+    write_embeddings(str(tmp_path / "one"), table, shards=1, row_group_size=1000)
+    write_embeddings(str(tmp_path / "many"), table, shards=9, row_group_size=17)
+    _run(tmp_path / "one", tmp_path / "a", "--components", "5", "--pooling", "mean@-2")
+    _run(tmp_path / "many", tmp_path / "b", "--components", "5", "--pooling", "mean_layer_m2",
+         "--direct_num_workers=3", "--direct_running_mode=multi_threading")
+    a, b = load_fit(str(tmp_path / "a" / "pca.npz")), load_fit(str(tmp_path / "b" / "pca.npz"))
+    assert a.count == b.count == 600 and a.spec.pooling.column == "mean_layer_m2"
+    np.testing.assert_allclose(b.components, a.components, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.explained_variance, a.explained_variance, rtol=1e-10)
+    np.testing.assert_allclose(pcs_of(read_projections(str(tmp_path / "b"))),
+                               pcs_of(read_projections(str(tmp_path / "a"))), rtol=1e-5,
+                               atol=1e-5)
+    same_sample = [pq.read_table(tmp_path / d / "sample.parquet").column("id") for d in "ab"]
+    assert same_sample[0].equals(same_sample[1])
+
+
+def test_tfrecord_shards_give_the_same_results(tmp_path):
+    x, table = _table(n=200, seed=2)
+    write_embeddings(str(tmp_path / "emb"), table, shards=3, formats=("parquet", "tfrecord"))
+    _run(tmp_path / "emb", tmp_path / "viz", "--format", "tfrecord", "--components", "4",
+         "--whiten")
+    ref = PCA(4, whiten=True, svd_solver="full").fit(x.astype(np.float64))
+    assert_close(load_fit(str(tmp_path / "viz" / "pca.npz")).components, ref.components_)
+    projections = read_projections(str(tmp_path / "viz"))
+    np.testing.assert_array_equal(projections.column("text"), table.column("text"))
+    np.testing.assert_array_equal(projections.column("truncated"), table.column("truncated"))
+    assert_close(pcs_of(projections), ref.transform(x.astype(np.float64)))
+
+
+def test_a_saved_fit_projects_new_data(tmp_path):
+    x_old, old = _table(n=300, seed=3)
+    x_new, new = _table(n=120, seed=4)
+    write_embeddings(str(tmp_path / "old"), old, shards=2)
+    write_embeddings(str(tmp_path / "new"), new, shards=2)
+    _run(tmp_path / "old", tmp_path / "fit", "--components", "6")
+    manifest = _run(tmp_path / "new", tmp_path / "viz", "--fit", str(tmp_path / "fit/pca.npz"),
+                    "--dims", "3", "--color-by", "length")
+    ref = PCA(6, svd_solver="full").fit(x_old.astype(np.float64))
+    assert manifest["fit"]["reused"] and manifest["fit"]["count"] == 300
+    copied = load_fit(str(tmp_path / "viz" / "pca.npz"))
+    assert copied.spec.source == str(tmp_path / "old" / "manifest.json")
+    assert_close(pcs_of(read_projections(str(tmp_path / "viz"))),
+                 ref.transform(x_new.astype(np.float64)))
+    assert manifest["projections"]["rows"] == 120
+
+
+@pytest.fixture()
+def unreadable(tmp_path):
+    """A folder whose manifest is fine but whose shards are garbage: reading any would fail."""
+    _, table = _table(n=20)
+    folder = write_embeddings(str(tmp_path / "emb"), table, shards=2)
+    for name in os.listdir(folder):
+        if name.endswith(".parquet"):
+            (tmp_path / "emb" / name).write_bytes(b"not parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--pooling", "cls"], r"unknown pooling 'cls' .*expected one of \['mean', 'mean@-2', "
+                           r"'mean_layer_m2'\]"),
+    (["--components", "49"], r"--components 49 is out of range for column 'mean' of width "
+                             rf"{WIDTH}; expected 1..{WIDTH}"),
+    (["--method", "mds"], r"unknown method 'mds'; expected one of \['pca', 'tsne', 'umap'\]"),
+    (["--color-by", "colour"], r"unknown --color-by 'colour'; expected one of \['length', "
+                               r"'num_tokens', 'source', 'title', 'truncated'\]"),
+    (["--columns", "id,txt"], r"unknown column 'txt' in --columns; expected some of"),
+    (["--format", "tfrecord"], r"format 'tfrecord' has no shards .*expected one of \['parquet'\]"),
+    (["--sample", "100001"], r"--sample 100001 is out of range; expected 1..100000"),
+    (["--components", "1", "--dims", "3"], r"--dims 3 needs at least 3 components; got 1"),
+])
+def test_bad_options_fail_before_reading_data(capsys, unreadable, flags, message):
+    assert re.search(message, _refused(capsys, unreadable / "emb", unreadable / "viz", *flags))
+    assert not (unreadable / "viz").exists()
+
+
+def test_missing_manifest_and_previous_runs_are_refused(capsys, unreadable):
+    err = _refused(capsys, unreadable / "nowhere", unreadable / "viz")
+    assert re.search(r"no manifest.json in '.*nowhere'", err)
+    (unreadable / "viz").mkdir()
+    (unreadable / "viz" / "projections-00000-of-00001.parquet").write_bytes(b"old")
+    err = _refused(capsys, unreadable / "emb", unreadable / "viz")
+    assert re.search(r"holds a previous run .*pass --overwrite", err)
+
+
+def test_flags_that_disagree_with_a_saved_fit_are_refused(capsys, tmp_path):
+    x, table = _table(n=100, seed=6)
+    write_embeddings(str(tmp_path / "emb"), table, shards=1)
+    _run(tmp_path / "emb", tmp_path / "fit", "--components", "3")
+    saved = str(tmp_path / "fit/pca.npz")
+    err = _refused(capsys, tmp_path / "emb", tmp_path / "viz", "--fit", saved, "--components", "4")
+    assert re.search(r"--components 4 disagrees with --fit .*components=3", err)
+    err = _refused(capsys, tmp_path / "emb", tmp_path / "viz", "--fit", saved,
+                   "--pooling", "mean_layer_m2")
+    assert re.search(r"was made on column 'mean' of width 48; .* has 'mean_layer_m2'", err)
+
+
+def test_overwrite_removes_the_previous_run_and_nothing_else(tmp_path):
+    old = ["manifest.json", "pca.npz", "sample.parquet", "projections-00003-of-00004.parquet",
+           "plot.html", "plot.png", "projector/tensors.tsv"]
+    for name in old + ["notes.txt"]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("old")
+    prepare_output(str(tmp_path), OUTPUTS, overwrite=True)
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]

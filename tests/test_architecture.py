@@ -1,0 +1,73 @@
+"""The layering's promises that import-linter cannot see: which modules stay TensorFlow-free, and
+that the encoder registry agrees with the encoders it names."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# Each snippet runs in a fresh interpreter (this one has TensorFlow loaded already) and prints
+# the TensorFlow-related modules it imported.
+CHECK = """
+import json, sys
+{code}
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
+                        ("tensorflow", "tensorflow_hub", "tensorflow_text", "keras", "tf_keras"))))
+"""
+TF_FREE = {
+    "the CLI": "import pipeline.cli",
+    "run's option parser": "from pipeline.job.options import parse\n"
+                           "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
+    "run's flag check": "from pipeline.job import config\nconfig.from_options",
+    "pca's option parser": "from pipeline.pca.command import parse_args\n"
+                           "parse_args(['--input', 'a', '--output', 'b'])",
+    "search's option parser": "from pipeline.search.command import parse_args\n"
+                              "parse_args(['out', 'a query'])",
+    "eval's option parser": "from pipeline.evaluate.command import parse_args\n"
+                            "parse_args(['--pairs', 'p.tsv'])",
+    "tokens and similarity": "import pipeline.inspect.tokens, pipeline.inspect.similarity",
+    "export-model": "import pipeline.export.command",
+    "the encoder spec and registry": "from models.spec import encoder_spec\n"
+                                     "from models.encoders import KINDS\n"
+                                     "[k.parse_poolings(['mean']) for k in KINDS.values()"
+                                     " if 'mean' in k.poolers]",
+    "run --help": "from pipeline.cli import main\nmain(['run', '--help'])",
+    "a misspelled flag": "from pipeline.cli import main\n"
+                         "assert main(['run', '--poolin', 'mean']) == 2",
+}
+
+
+@pytest.mark.parametrize("what", sorted(TF_FREE))
+def test_imports_no_tensorflow(what, tmp_path):
+    out = subprocess.run([sys.executable, "-c", CHECK.format(code=TF_FREE[what])],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={"PYTHONPATH": ":".join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [], f"{what} imports TensorFlow"
+
+
+def test_registry_precisions_are_the_exported_graphs():
+    from models.bert_encoder import PRECISIONS
+    from models.encoders import KINDS
+
+    assert KINDS["bert"].precisions == PRECISIONS
+
+
+@pytest.mark.parametrize("kind", ["bert", "elmo"])
+def test_every_kind_implements_the_encoder_interface(kind):
+    from models.encoder import Encoder
+    from models.encoders import encoder_kind
+
+    cls = encoder_kind(kind).encoder_class()
+    assert issubclass(cls, Encoder) and cls.kind == kind
+    assert not getattr(cls, "__abstractmethods__", None)  # every abstract member implemented
+
+
+def test_unknown_kind_names_the_kinds():
+    from models.encoders import encoder_kind
+
+    with pytest.raises(ValueError, match=r"unknown encoder kind 'gpt'; expected one of \['bert'"):
+        encoder_kind("gpt")
