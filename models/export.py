@@ -1,116 +1,40 @@
-"""Hugging Face BERT-family checkpoint folder -> TF-Hub-format SavedModels.
+"""A Hugging Face BERT-family checkpoint folder -> TF-Hub-format SavedModels.
 
     OUT/encoder/        the TF-Hub BERT encoder contract (bert_encoder.py)
     OUT/preprocessor/   the TF-Hub BERT preprocessor contract (bert_preprocessor.py), vocab inside
-    OUT/beam_embed.json name, width, layers, max length, recommended pooling
+    OUT/beam_embed.json name, width, layers, max length, recommended pooling, and where it all
+                        came from: layout, weights, activation, lower-casing, unused variables
 
-keras-hub reads the checkpoint (its transformers converter maps the names, prefixes and the two
-LayerNorm spellings); the graphs saved are plain TF so workers need no keras-hub. OUT may be any
-path TensorFlow's filesystems write (local, gs://).
+The weights are read with safetensors and mapped by weight_map.py (no keras-hub);
+the graphs saved are plain TF. OUT may be any path TensorFlow's filesystems write (local, gs://).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import os
-import shutil
-import tempfile
 
-import numpy as np
 import tensorflow as tf
 
-from models.bert_encoder import PRECISIONS, BertEncoder, BertLayerWeights, BertWeights
+from models.bert_encoder import PRECISIONS, BertEncoder
 from models.bert_preprocessor import BertPreprocessor
 from models.checkpoint import Checkpoint, CheckpointError, inspect_checkpoint
+from models.weight_map import MappedWeights, map_weights
 
 METADATA_FILE = "beam_embed.json"
 FORMAT_VERSION = 3  # 2: the preprocessor has tokenize_with_offsets; 3: encoder.bf16/.fp16
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
+NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "
+             "use cls or mean pooling")
 
 
-@contextlib.contextmanager
-def _safetensors_view(ckpt: Checkpoint):
-    """Yields a folder keras-hub can read: the checkpoint itself, or a staged safetensors copy of
-    a `pytorch_model.bin` checkpoint (keras-hub reads only safetensors)."""
-    if ckpt.weights_file != "pytorch_model.bin":
-        yield ckpt.path
-        return
-    try:
-        import torch  # only for converting legacy .bin checkpoints; never on workers
-    except ImportError as e:
-        raise CheckpointError(
-            f"{ckpt.path} holds pytorch_model.bin; reading it needs PyTorch "
-            "(pip install torch) or a model.safetensors copy of the weights") from e
-    from safetensors.numpy import save_file
+def read_weights(ckpt: Checkpoint) -> MappedWeights:
+    """The checkpoint's weights in the encoder's layout, and what was left unused."""
+    from models.hf_checkpoint import open_hf_tensors
 
-    state = torch.load(os.path.join(ckpt.path, "pytorch_model.bin"), map_location="cpu",
-                       weights_only=True)
-    with tempfile.TemporaryDirectory(prefix="beam-embed-stage-") as stage:
-        for name in os.listdir(ckpt.path):
-            src = os.path.join(ckpt.path, name)
-            if os.path.isfile(src) and name != "pytorch_model.bin":
-                shutil.copy(src, stage)
-        save_file({k: v.float().numpy() for k, v in state.items()},
-                  os.path.join(stage, "model.safetensors"))
-        yield stage
-
-
-def _load_backbone(ckpt: Checkpoint):
-    import keras_hub  # export-time only
-
-    with _safetensors_view(ckpt) as folder:
-        try:
-            return keras_hub.models.BertBackbone.from_preset(folder, dtype="float32")
-        except (KeyError, ValueError) as e:
-            raise CheckpointError(
-                f"{ckpt.path}: keras-hub could not map the weights onto a BERT backbone ({e}); "
-                "is this a BertModel checkpoint?") from e
-
-
-def backbone_weights(backbone, config: dict) -> BertWeights:
-    """Takes the mapped weights out of a keras-hub BertBackbone, in the encoder's layout."""
-    def np_(v):
-        return np.asarray(v.numpy() if hasattr(v, "numpy") else v, np.float32)
-
-    width = config["hidden_size"]
-    layers = []
-    for i in range(config["num_hidden_layers"]):
-        block = backbone.get_layer(f"transformer_layer_{i}")
-        attn = block._self_attention_layer
-        kernels = [np_(d.kernel).reshape(width, width)
-                   for d in (attn.query_dense, attn.key_dense, attn.value_dense)]
-        biases = [np_(d.bias).reshape(width)
-                  for d in (attn.query_dense, attn.key_dense, attn.value_dense)]
-        layers.append(BertLayerWeights(
-            qkv_kernel=np.concatenate(kernels, axis=1),
-            qkv_bias=np.concatenate(biases),
-            attn_out_kernel=np_(attn.output_dense.kernel).reshape(width, width),
-            attn_out_bias=np_(attn.output_dense.bias),
-            attn_norm_gamma=np_(block._self_attention_layer_norm.gamma),
-            attn_norm_beta=np_(block._self_attention_layer_norm.beta),
-            ffn_in_kernel=np_(block._feedforward_intermediate_dense.kernel),
-            ffn_in_bias=np_(block._feedforward_intermediate_dense.bias),
-            ffn_out_kernel=np_(block._feedforward_output_dense.kernel),
-            ffn_out_bias=np_(block._feedforward_output_dense.bias),
-            ffn_norm_gamma=np_(block._feedforward_layer_norm.gamma),
-            ffn_norm_beta=np_(block._feedforward_layer_norm.beta),
-        ))
-    norm = backbone.get_layer("embeddings_layer_norm")
-    pooler = backbone.get_layer("pooled_dense")
-    return BertWeights(
-        word_embeddings=np_(backbone.get_layer("token_embedding").embeddings),
-        position_embeddings=np_(backbone.get_layer("position_embedding").position_embeddings),
-        type_embeddings=np_(backbone.get_layer("segment_embedding").embeddings),
-        embed_norm_gamma=np_(norm.gamma),
-        embed_norm_beta=np_(norm.beta),
-        layers=tuple(layers),
-        pooler_kernel=np_(pooler.kernel),
-        pooler_bias=np_(pooler.bias),
-        num_heads=config["num_attention_heads"],
-        activation=config.get("hidden_act", "gelu"),
-        layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
-    )
+    with open_hf_tensors(ckpt) as tensors:
+        return map_weights(tensors, ckpt.config, ckpt.activation, ckpt.weights)
 
 
 def _special_ids(vocab_file: str) -> dict[str, int]:
@@ -124,45 +48,56 @@ def _special_ids(vocab_file: str) -> dict[str, int]:
     return {t: index[t] for t in SPECIAL_TOKENS}
 
 
-def metadata(ckpt: Checkpoint, name: str | None = None) -> dict:
-    cfg = ckpt.config
+def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -> dict:
+    cfg, tok = ckpt.config, ckpt.tokenizer
     return {
         "format_version": FORMAT_VERSION,
         "kind": "bert",
         "name": name or ckpt.name,
         "source": os.path.abspath(ckpt.path),
+        "layout": ckpt.layout,
+        "weights": os.path.abspath(ckpt.weights),
         "width": cfg["hidden_size"],
         "layers": cfg["num_hidden_layers"],
         "heads": cfg["num_attention_heads"],
         "vocab_size": ckpt.vocab_size,
         "max_seq_length": ckpt.max_seq_length,
         "max_position_embeddings": cfg["max_position_embeddings"],
-        "lower_case": ckpt.tokenizer.lower_case,
-        "strip_accents": ckpt.tokenizer.strip_accents,
+        "lower_case": tok.lower_case,
+        "lower_case_source": tok.lower_case_source,
+        "strip_accents": tok.strip_accents,
         "hidden_act": cfg.get("hidden_act", "gelu"),
+        "activation": ckpt.activation,
+        "activation_note": ckpt.activation_note,
         "precisions": list(PRECISIONS),
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
+        "has_pooler": mapped.has_pooler,
+        "warnings": [] if mapped.has_pooler else [NO_POOLER],
+        "unused_variables": list(mapped.unused),
     }
 
 
-def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None) -> dict:
-    """Exports `src_dir` to `out_dir`; returns the metadata written beside the SavedModels."""
-    ckpt = inspect_checkpoint(src_dir)
-    special = _special_ids(ckpt.tokenizer.vocab_file)
-    backbone = _load_backbone(ckpt)
-    encoder = BertEncoder(backbone_weights(backbone, ckpt.config))
-    del backbone
+def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None, *,
+                      lower_case: bool | None = None) -> dict:
+    """Exports `src_dir` to `out_dir`; returns the metadata written beside the SavedModels.
+    `lower_case` overrides what the folder says."""
+    ckpt = inspect_checkpoint(src_dir, lower_case=lower_case)
+    tok = ckpt.tokenizer
+    special = _special_ids(tok.vocab_file)
+    mapped = read_weights(ckpt)
+    if not mapped.has_pooler:
+        logging.warning("%s: %s", src_dir, NO_POOLER)
+    encoder = BertEncoder(mapped.weights)
     preprocessor = BertPreprocessor(
-        ckpt.tokenizer.vocab_file, ckpt.tokenizer.lower_case, ckpt.tokenizer.strip_accents,
-        special)
+        tok.vocab_file, tok.lower_case, tok.strip_accents, special)
     preprocessor.concrete_functions()  # trace the 1- and 2-segment packers so they are saved
     tf.io.gfile.makedirs(out_dir)
     tf.saved_model.save(encoder, os.path.join(out_dir, "encoder"),
                         signatures={"serving_default": encoder.serving})
     tf.saved_model.save(preprocessor, os.path.join(out_dir, "preprocessor"),
                         signatures={"serving_default": preprocessor.__call__})
-    meta = metadata(ckpt, name)
+    meta = metadata(ckpt, mapped, name)
     with tf.io.gfile.GFile(os.path.join(out_dir, METADATA_FILE), "w") as f:
         json.dump(meta, f, indent=2)
     return meta

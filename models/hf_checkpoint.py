@@ -1,0 +1,159 @@
+"""A local Hugging Face BERT-family checkpoint folder: its inspection and its tensors.
+
+The weights are read with `safetensors` (one file or a sharded index); `pytorch_model.bin` needs
+PyTorch, imported only for that. Tensor names are Hugging Face's; weight_map.py maps them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from models.checkpoint import (HUGGING_FACE, Checkpoint, CheckpointError, TokenizerSettings,
+                               activation_of, check_vocab, load_json)
+from models.weight_map import HF_NAMES, Tensors
+
+SUPPORTED_MODEL_TYPES = ("bert",)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+# hidden_act -> our activation: transformers' "gelu" is the exact erf form (GELUActivation).
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_pytorch_tanh",
+               "relu": "relu"}
+ACTIVATION_NOTE = ("Hugging Face's hidden_act names: 'gelu' is the exact erf form, 'gelu_new' and "
+                   "'gelu_pytorch_tanh' the tanh approximation")
+
+
+def _sentence_transformers_pooling(path: str) -> tuple[str, bool, int | None]:
+    """Reads sentence-transformers' modules.json and 1_Pooling/config.json when present."""
+    pooling, normalize, max_len = "cls", False, None
+    modules_file = os.path.join(path, "modules.json")
+    pooling_file = os.path.join(path, "1_Pooling", "config.json")
+    if os.path.exists(modules_file):
+        modules = load_json(modules_file)
+        normalize = any("Normalize" in m.get("type", "") for m in modules)
+        pooling = "mean"  # sentence-transformers' own default when no pooling config says else
+    if os.path.exists(pooling_file):
+        cfg = load_json(pooling_file)
+        if cfg.get("pooling_mode_cls_token"):
+            pooling = "cls"
+        elif cfg.get("pooling_mode_mean_tokens"):
+            pooling = "mean"
+        elif cfg.get("pooling_mode_max_tokens"):
+            pooling = "max"
+    st_file = os.path.join(path, "sentence_bert_config.json")
+    if os.path.exists(st_file):
+        max_len = load_json(st_file).get("max_seq_length")
+    return pooling, normalize, max_len
+
+
+def _weights_file(path: str) -> str:
+    for name in WEIGHT_FILES:
+        if os.path.exists(os.path.join(path, name)):
+            return os.path.join(path, name)
+    raise CheckpointError(
+        f"no weights in {path}: expected one of {list(WEIGHT_FILES)}; "
+        "download the checkpoint's weight file into that folder"
+    )
+
+
+
+
+def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
+    """Validates a Hugging Face folder; `lower_case` overrides tokenizer_config.json."""
+    config = load_json(os.path.join(path, "config.json"))
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise CheckpointError(
+            f"{path}: model_type {model_type!r} is not a BERT-family architecture; "
+            f"expected one of {list(SUPPORTED_MODEL_TYPES)}"
+        )
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise CheckpointError(
+            f"{path}: position_embedding_type {config['position_embedding_type']!r} is not "
+            "supported; expected 'absolute'"
+        )
+    activation = activation_of(path, "config.json", config.get("hidden_act", "gelu"), ACTIVATIONS)
+    weights = _weights_file(path)
+    vocab_file, vocab = check_vocab(path, config, "config.json")
+    tok_cfg_file = os.path.join(path, "tokenizer_config.json")
+    tok_cfg = load_json(tok_cfg_file) if os.path.exists(tok_cfg_file) else {}
+    source = "tokenizer_config.json do_lower_case" if "do_lower_case" in tok_cfg else (
+        "Hugging Face's default (no do_lower_case in tokenizer_config.json)")
+    if lower_case is not None:
+        source = "--lower-case" if lower_case else "--no-lower-case"
+    lower = bool(tok_cfg.get("do_lower_case", True)) if lower_case is None else lower_case
+    strip = tok_cfg.get("strip_accents")
+    model_max = tok_cfg.get("model_max_length")
+    if not isinstance(model_max, int) or model_max > 100_000:  # HF writes 1e30 for "unset"
+        model_max = None
+    tokenizer = TokenizerSettings(
+        vocab_file=vocab_file,
+        lower_case=lower,
+        strip_accents=lower if strip is None else bool(strip),
+        tokenize_chinese_chars=bool(tok_cfg.get("tokenize_chinese_chars", True)),
+        model_max_length=model_max,
+        lower_case_source=source,
+    )
+    pooling, normalize, st_max = _sentence_transformers_pooling(path)
+    max_positions = int(config["max_position_embeddings"])
+    max_len = min(x for x in (st_max, model_max, max_positions) if x)
+    name = config.get("_name_or_path") or os.path.basename(os.path.normpath(path))
+    return Checkpoint(
+        path=path,
+        name=os.path.basename(str(name).rstrip("/")) or "bert",
+        layout=HUGGING_FACE,
+        config=config,
+        weights=weights,
+        activation=activation,
+        activation_note=ACTIVATION_NOTE,
+        tokenizer=tokenizer,
+        vocab_size=len(vocab),
+        pooling=pooling,
+        normalize=normalize,
+        max_seq_length=max_len,
+    )
+
+
+def _torch_state(ckpt: Checkpoint) -> dict:
+    try:
+        import torch  # only for legacy .bin checkpoints; never on workers
+    except ImportError as e:
+        raise CheckpointError(
+            f"{ckpt.path} holds pytorch_model.bin; reading it needs PyTorch "
+            "(pip install torch) or a model.safetensors copy of the weights") from e
+    state = torch.load(ckpt.weights, map_location="cpu", weights_only=True)
+    return {k: v.float().numpy() for k, v in state.items()}
+
+
+def _shards(ckpt: Checkpoint) -> dict[str, str]:
+    """Tensor name -> the safetensors file holding it (one file, or a sharded index)."""
+    if not ckpt.weights.endswith(".index.json"):
+        return {}
+    weight_map = load_json(ckpt.weights).get("weight_map", {})
+    files = {n: os.path.join(ckpt.path, f) for n, f in weight_map.items()}
+    missing = sorted({f for f in files.values() if not os.path.exists(f)})
+    if missing:
+        raise CheckpointError(
+            f"{ckpt.weights} names shards missing from {ckpt.path}: "
+            f"{[os.path.basename(f) for f in missing]}; download every shard")
+    return files
+
+
+@contextlib.contextmanager
+def open_hf_tensors(ckpt: Checkpoint) -> Iterator[Tensors]:
+    """The checkpoint's tensors by Hugging Face name, read lazily from safetensors."""
+    if ckpt.weights.endswith("pytorch_model.bin"):
+        state = _torch_state(ckpt)
+        yield Tensors(tuple(state), state.__getitem__, HF_NAMES)
+        return
+    from safetensors import safe_open
+
+    files = _shards(ckpt)
+    with contextlib.ExitStack() as stack:
+        if not files:
+            handle = stack.enter_context(safe_open(ckpt.weights, framework="np"))
+            yield Tensors(tuple(handle.keys()), handle.get_tensor, HF_NAMES)
+            return
+        handles = {f: stack.enter_context(safe_open(f, framework="np"))
+                   for f in set(files.values())}
+        yield Tensors(tuple(files), lambda n: handles[files[n]].get_tensor(n), HF_NAMES)
