@@ -10,9 +10,16 @@ format characters, maps every Unicode space to " ", lower-cases without folding 
 ligatures stay), strips accents after NFD, and marks words over 100 characters as [UNK].
 One deliberate difference: special-token strings written in the text ("[SEP]") are plain text
 here, so corpus text cannot inject control tokens.
+
+google-research/bert's tokenization.py (the flavor of its checkpoints' exports) differs from HF
+in three places, kept in FLAVORS: it lower-cases with Python's str.lower (a word-final Σ becomes
+ς), drops only Cc/Cf control characters (private-use and unassigned ones stay, inside words),
+and marks words over 200 characters as [UNK].
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -21,7 +28,21 @@ from tensorflow_text.python.ops.bert_tokenizer import (
     BasicTokenizer,
 )
 
-MAX_CHARS_PER_WORD = 100  # Hugging Face's max_input_chars_per_word
+from models.checkpoint import GOOGLE, HUGGING_FACE
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    max_chars_per_word: int  # longer words are [UNK]
+    final_sigma: bool  # lower-cases a word-final Σ to ς, as Python's str.lower does
+    dropped: str  # the characters removed before anything else
+
+
+FLAVORS = {
+    HUGGING_FACE: Flavor(100, final_sigma=False, dropped=r"[\p{C}\x{FFFD}]"),
+    GOOGLE: Flavor(200, final_sigma=True, dropped=r"[\p{Cc}\p{Cf}\x{FFFD}]"),
+}
 DEFAULT_SEQ_LENGTH = 128
 _RAGGED_TOKENS = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
 # Word splitting on the original text (so offsets point into it): every Unicode space, control
@@ -29,13 +50,15 @@ _RAGGED_TOKENS = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2
 _DROP = r"[\s\p{Z}\p{C}\x{FFFD}]+"
 
 
-def normalize_text(text: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
-    """Hugging Face BertNormalizer semantics on a string tensor."""
+def normalize_text(text: tf.Tensor, lower_case: bool, strip_accents: bool,
+                   flavor: str = HUGGING_FACE) -> tf.Tensor:
+    """Hugging Face BertNormalizer semantics on a string tensor (or Google's: see FLAVORS)."""
     text = tf.strings.regex_replace(text, r"[\t\n\r\p{Z}]", " ")
-    text = tf.strings.regex_replace(text, r"[\p{C}\x{FFFD}]", "")
+    text = tf.strings.regex_replace(text, FLAVORS[flavor].dropped, "")
     if lower_case:
         # tf.strings.lower applies the final-sigma rule; HF lowers character by character.
-        text = tf.strings.regex_replace(text, "Σ", "σ")
+        if not FLAVORS[flavor].final_sigma:
+            text = tf.strings.regex_replace(text, "Σ", "σ")
         text = tf.strings.lower(text, encoding="utf-8")
     if strip_accents:
         text = tf_text.normalize_utf8(text, "NFD")
@@ -47,7 +70,7 @@ class BertPreprocessor(tf.Module):
     """Saved as the `preprocessor/` SavedModel of an export; the vocab travels as an asset."""
 
     def __init__(self, vocab_file: str, lower_case: bool, strip_accents: bool,
-                 special_ids: dict[str, int]):
+                 special_ids: dict[str, int], flavor: str = HUGGING_FACE):
         super().__init__(name="bert_preprocessor")
         self._vocab_asset = tf.saved_model.Asset(vocab_file)
         init = tf.lookup.TextFileInitializer(
@@ -56,10 +79,12 @@ class BertPreprocessor(tf.Module):
         self._table = tf.lookup.StaticHashTable(init, default_value=-1)
         self._lower_case = lower_case
         self._strip_accents = strip_accents
+        self._flavor = flavor
+        self._max_chars = FLAVORS[flavor].max_chars_per_word
         self._basic = BasicTokenizer(lower_case=False, normalization_form=None)
         self._wordpiece = tf_text.WordpieceTokenizer(
             self._table, token_out_type=tf.int64, unknown_token="[UNK]",
-            max_bytes_per_word=4 * MAX_CHARS_PER_WORD)
+            max_bytes_per_word=4 * self._max_chars)
         self.cls_id = tf.Variable(special_ids["[CLS]"], dtype=tf.int32, trainable=False)
         self.sep_id = tf.Variable(special_ids["[SEP]"], dtype=tf.int32, trainable=False)
         self.pad_id = tf.Variable(special_ids["[PAD]"], dtype=tf.int32, trainable=False)
@@ -67,16 +92,17 @@ class BertPreprocessor(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
-        text = normalize_text(strings, self._lower_case, self._strip_accents)
+        text = normalize_text(strings, self._lower_case, self._strip_accents, self._flavor)
         words = self._basic.tokenize(text)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self._max_chars
         words = words.with_flat_values(tf.where(too_long, "[UNK]", words.flat_values))
         pieces = self._wordpiece.tokenize(words)
         return tf.cast(pieces, tf.int32)
 
     def _wordpieces(self, words: tf.RaggedTensor):
-        normalized = normalize_text(words.flat_values, self._lower_case, self._strip_accents)
-        too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        normalized = normalize_text(words.flat_values, self._lower_case, self._strip_accents,
+                                    self._flavor)
+        too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > self._max_chars
         normalized = tf.where(too_long, "[UNK]", normalized)
         return self._wordpiece.tokenize_with_offsets(words.with_flat_values(normalized))
 

@@ -1,6 +1,7 @@
 """What `export-model` knows about a source checkpoint, whichever layout it came in.
 
-A Hugging Face folder (hf_checkpoint.py). Everything that can be wrong with the folder is found
+Two layouts are recognized: a Hugging Face folder (hf_checkpoint.py) and a google-research/bert
+TF checkpoint folder (google_checkpoint.py). Everything that can be wrong with the folder is found
 when it is inspected and reported in one line naming the problem and the fix, so the exporter
 itself can assume a well-formed checkpoint.
 """
@@ -11,7 +12,8 @@ import dataclasses
 import json
 import os
 
-HUGGING_FACE = "huggingface"
+HUGGING_FACE = "huggingface"  # the layouts, and the tokenizer flavors they follow
+GOOGLE = "google-research/bert"
 MAX_NAMES_SHOWN = 12  # folder listings and variable names quoted in error messages
 
 
@@ -27,13 +29,14 @@ class TokenizerSettings:
     tokenize_chinese_chars: bool
     model_max_length: int | None
     lower_case_source: str = "tokenizer_config.json"  # how lower_case was decided
+    flavor: str = HUGGING_FACE  # whose tokenizer to follow (bert_preprocessor.FLAVORS)
 
 
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
     path: str
     name: str
-    layout: str  # HUGGING_FACE
+    layout: str  # HUGGING_FACE or GOOGLE
     config: dict  # BERT hyper-parameters under Hugging Face's config.json names
     weights: str  # the weights file, or the TF checkpoint prefix, that is read
     activation: str  # models.bert_encoder.ACTIVATIONS key the config's hidden_act means
@@ -43,6 +46,7 @@ class Checkpoint:
     pooling: str  # the model's recommended pooling, e.g. "mean" or "cls"
     normalize: bool
     max_seq_length: int  # what the model was trained/tuned for
+    weights_note: str = ""  # how the weights were chosen, when there was a choice
 
 
 def load_json(path: str) -> dict:
@@ -88,14 +92,33 @@ def some(names, limit: int = MAX_NAMES_SHOWN) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-def inspect_checkpoint(path: str, lower_case: bool | None = None) -> Checkpoint:
-    """Validates a Hugging Face checkpoint folder; `lower_case` overrides what it says."""
+def layout_of(path: str, checkpoint: str | None = None) -> str:
+    """Which layout `path` holds: an explicit TF checkpoint or bert_config.json means Google's,
+    a config.json Hugging Face's (preferred when a folder has both and HF weights)."""
     if not os.path.isdir(path):
         raise CheckpointError(f"checkpoint folder {path!r} does not exist or is not a folder")
-    if not os.path.exists(os.path.join(path, "config.json")):
-        raise CheckpointError(
-            f"{path} has no config.json; point export-model at the folder holding the "
-            "Hugging Face checkpoint (config.json, weights, vocab.txt)")
-    from models.hf_checkpoint import inspect_hf_folder
+    from models.hf_checkpoint import WEIGHT_FILES
 
-    return inspect_hf_folder(path, lower_case)
+    has = set(os.listdir(path))
+    if checkpoint is None and "config.json" in has and (
+            "bert_config.json" not in has or has.intersection(WEIGHT_FILES)):
+        return HUGGING_FACE
+    if checkpoint is not None or "bert_config.json" in has:
+        return GOOGLE
+    raise CheckpointError(
+        f"{path} has no config.json (a Hugging Face folder: config.json, model.safetensors or "
+        "pytorch_model.bin, vocab.txt) and no bert_config.json (a google-research/bert folder: "
+        f"bert_config.json, vocab.txt, a TF checkpoint); found: {some(has)}")
+
+
+def inspect_checkpoint(path: str, checkpoint: str | None = None,
+                       lower_case: bool | None = None) -> Checkpoint:
+    """Validates a checkpoint folder of either layout; `checkpoint` is an explicit TF checkpoint
+    prefix and `lower_case` overrides what the folder says or implies."""
+    if layout_of(path, checkpoint) == HUGGING_FACE:
+        from models.hf_checkpoint import inspect_hf_folder
+
+        return inspect_hf_folder(path, lower_case)
+    from models.google_checkpoint import inspect_google_folder
+
+    return inspect_google_folder(path, checkpoint, lower_case)

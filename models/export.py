@@ -1,11 +1,12 @@
-"""A Hugging Face BERT-family checkpoint folder -> TF-Hub-format SavedModels.
+"""A BERT-family checkpoint folder (Hugging Face, or google-research/bert) -> TF-Hub-format
+SavedModels.
 
     OUT/encoder/        the TF-Hub BERT encoder contract (bert_encoder.py)
     OUT/preprocessor/   the TF-Hub BERT preprocessor contract (bert_preprocessor.py), vocab inside
     OUT/beam_embed.json name, width, layers, max length, recommended pooling, and where it all
                         came from: layout, weights, activation, lower-casing, unused variables
 
-The weights are read with safetensors and mapped by weight_map.py (no keras-hub);
+The weights are read with safetensors or tf.train.load_checkpoint and mapped by weight_map.py;
 the graphs saved are plain TF. OUT may be any path TensorFlow's filesystems write (local, gs://).
 """
 
@@ -19,7 +20,7 @@ import tensorflow as tf
 
 from models.bert_encoder import PRECISIONS, BertEncoder
 from models.bert_preprocessor import BertPreprocessor
-from models.checkpoint import Checkpoint, CheckpointError, inspect_checkpoint
+from models.checkpoint import GOOGLE, Checkpoint, CheckpointError, inspect_checkpoint
 from models.weight_map import MappedWeights, map_weights
 
 METADATA_FILE = "beam_embed.json"
@@ -31,9 +32,11 @@ NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and def
 
 def read_weights(ckpt: Checkpoint) -> MappedWeights:
     """The checkpoint's weights in the encoder's layout, and what was left unused."""
-    from models.hf_checkpoint import open_hf_tensors
-
-    with open_hf_tensors(ckpt) as tensors:
+    if ckpt.layout == GOOGLE:
+        from models.google_checkpoint import open_google_tensors as open_tensors
+    else:
+        from models.hf_checkpoint import open_hf_tensors as open_tensors
+    with open_tensors(ckpt) as tensors:
         return map_weights(tensors, ckpt.config, ckpt.activation, ckpt.weights)
 
 
@@ -57,6 +60,7 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "source": os.path.abspath(ckpt.path),
         "layout": ckpt.layout,
         "weights": os.path.abspath(ckpt.weights),
+        "weights_chosen_by": ckpt.weights_note or None,
         "width": cfg["hidden_size"],
         "layers": cfg["num_hidden_layers"],
         "heads": cfg["num_attention_heads"],
@@ -66,6 +70,7 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "lower_case": tok.lower_case,
         "lower_case_source": tok.lower_case_source,
         "strip_accents": tok.strip_accents,
+        "tokenizer": tok.flavor,
         "hidden_act": cfg.get("hidden_act", "gelu"),
         "activation": ckpt.activation,
         "activation_note": ckpt.activation_note,
@@ -79,10 +84,11 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
 
 
 def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None, *,
-                      lower_case: bool | None = None) -> dict:
+                      checkpoint: str | None = None, lower_case: bool | None = None) -> dict:
     """Exports `src_dir` to `out_dir`; returns the metadata written beside the SavedModels.
-    `lower_case` overrides what the folder says."""
-    ckpt = inspect_checkpoint(src_dir, lower_case=lower_case)
+    `checkpoint`: an explicit TF checkpoint prefix (google-research/bert layout); `lower_case`:
+    overrides what the folder says or implies."""
+    ckpt = inspect_checkpoint(src_dir, checkpoint=checkpoint, lower_case=lower_case)
     tok = ckpt.tokenizer
     special = _special_ids(tok.vocab_file)
     mapped = read_weights(ckpt)
@@ -90,7 +96,7 @@ def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None, *,
         logging.warning("%s: %s", src_dir, NO_POOLER)
     encoder = BertEncoder(mapped.weights)
     preprocessor = BertPreprocessor(
-        tok.vocab_file, tok.lower_case, tok.strip_accents, special)
+        tok.vocab_file, tok.lower_case, tok.strip_accents, special, tok.flavor)
     preprocessor.concrete_functions()  # trace the 1- and 2-segment packers so they are saved
     tf.io.gfile.makedirs(out_dir)
     tf.saved_model.save(encoder, os.path.join(out_dir, "encoder"),
