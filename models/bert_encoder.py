@@ -1,10 +1,10 @@
 """The TF-Hub BERT encoder contract as a plain tf.Module: variables and TF ops, nothing else.
 
 Why not export keras-hub's BertBackbone graph directly: it hard-codes the tanh approximation of
-GELU (Hugging Face checkpoints saying `hidden_act: gelu` were trained with the exact erf form),
-it returns only the last layer, and a Keras graph in the SavedModel ties the export to Keras
-internals. weight_map.py maps a checkpoint's tensors onto BertWeights; this module is the
-forward pass that is saved.
+GELU (Hugging Face checkpoints saying `hidden_act: gelu` were trained with the exact erf form;
+google-research/bert's "gelu" is the tanh one), it returns only the last layer, and a Keras graph
+in the SavedModel ties the export to Keras internals. weight_map.py maps a checkpoint's tensors
+onto BertWeights; this module is the forward pass that is saved.
 It loads with `tf.saved_model.load` / `hub.load` and needs only TensorFlow.
 
 Low precision (`encoder.bf16(inputs)`, `encoder.fp16(inputs)`): the same contract and outputs
