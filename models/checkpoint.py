@@ -15,6 +15,8 @@ import os
 HUGGING_FACE = "huggingface"  # the layouts, and the tokenizer flavors they follow
 GOOGLE = "google-research/bert"
 MAX_NAMES_SHOWN = 12  # folder listings and variable names quoted in error messages
+REQUIRED_CONFIG = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                   "intermediate_size", "max_position_embeddings")
 
 
 class CheckpointError(ValueError):
@@ -55,6 +57,17 @@ def load_json(path: str) -> dict:
             return json.load(f)
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{path} is not valid JSON ({e}); re-download the checkpoint") from e
+
+
+def load_config(path: str, config_name: str) -> dict:
+    """The model config, with every hyper-parameter the export needs."""
+    config = load_json(os.path.join(path, config_name))
+    missing = [k for k in REQUIRED_CONFIG if not isinstance(config.get(k), int)]
+    if missing:
+        raise CheckpointError(
+            f"{path}: {config_name} lacks integer {missing}; a BERT config needs "
+            f"{list(REQUIRED_CONFIG)}")
+    return config
 
 
 def read_vocab(vocab_file: str) -> list[str]:

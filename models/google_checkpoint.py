@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 
 from models.checkpoint import (GOOGLE, Checkpoint, CheckpointError, TokenizerSettings,
-                               activation_of, check_vocab, load_json, some)
+                               activation_of, check_vocab, load_config, some)
 from models.weight_map import GOOGLE_NAMES, Tensors
 
 CONFIG_FILE = "bert_config.json"
@@ -97,7 +97,7 @@ def inspect_google_folder(path: str, checkpoint: str | None = None,
         raise CheckpointError(
             f"{path} has no {CONFIG_FILE}; --checkpoint needs the google-research/bert folder "
             f"(bert_config.json, vocab.txt) as SRC; found: {some(os.listdir(path))}")
-    config = load_json(config_file)
+    config = load_config(path, CONFIG_FILE)
     activation = activation_of(path, CONFIG_FILE, config.get("hidden_act", "gelu"), ACTIVATIONS)
     vocab_file, vocab = check_vocab(path, config, CONFIG_FILE)
     prefix, found_by = checkpoint_prefix(path, checkpoint)

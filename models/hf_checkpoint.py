@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 
 from models.checkpoint import (HUGGING_FACE, Checkpoint, CheckpointError, TokenizerSettings,
-                               activation_of, check_vocab, load_json)
+                               activation_of, check_vocab, load_config, load_json)
 from models.weight_map import HF_NAMES, Tensors
 
 SUPPORTED_MODEL_TYPES = ("bert",)
@@ -60,7 +60,7 @@ def _weights_file(path: str) -> str:
 
 def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
     """Validates a Hugging Face folder; `lower_case` overrides tokenizer_config.json."""
-    config = load_json(os.path.join(path, "config.json"))
+    config = load_config(path, "config.json")
     model_type = config.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise CheckpointError(

@@ -60,12 +60,12 @@ def _rename(folder, old, new):
             os.rename(os.path.join(folder, name), os.path.join(folder, new + name[len(old):]))
 
 
-def _config(folder, **changes):
+def _config(folder, drop=(), **changes):
     path = os.path.join(folder, "bert_config.json")
     with open(path) as f:
         config = json.load(f)
     with open(path, "w") as f:
-        json.dump(config | changes, f)
+        json.dump({k: v for k, v in (config | changes).items() if k not in drop}, f)
 
 
 def _no_checkpoint(folder):
@@ -90,6 +90,8 @@ def _two_checkpoints(folder):
     (lambda d: _config(d, hidden_act="swish"), {},
      r"hidden_act 'swish' is not supported; expected one of \['gelu', 'gelu_new', 'relu'\]"),
     (lambda d: _config(d, vocab_size=31), {}, "does not belong to these weights"),
+    (lambda d: _config(d, drop=("hidden_size",), num_hidden_layers="2"), {},
+     r"bert_config.json lacks integer \['hidden_size', 'num_hidden_layers'\]"),
     (lambda d: os.remove(os.path.join(d, "bert_model.ckpt.data-00000-of-00001")), {},
      "bert_model.ckpt: not a readable TF checkpoint"),
     (lambda d: os.remove(os.path.join(d, "bert_config.json")), {"checkpoint": "bert_model.ckpt"},
