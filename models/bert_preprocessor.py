@@ -31,7 +31,6 @@ from tensorflow_text.python.ops.bert_tokenizer import (
 from models.checkpoint import GOOGLE, HUGGING_FACE
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Flavor:
     max_chars_per_word: int  # longer words are [UNK]

@@ -1,9 +1,9 @@
 """What `export-model` knows about a source checkpoint, whichever layout it came in.
 
-Two layouts are recognized: a Hugging Face folder (hf_checkpoint.py) and a google-research/bert
-TF checkpoint folder (google_checkpoint.py). Everything that can be wrong with the folder is found
-when it is inspected and reported in one line naming the problem and the fix, so the exporter
-itself can assume a well-formed checkpoint.
+Two layouts are recognized (checkpoint_layout.py): a Hugging Face folder (hf_checkpoint.py) and a
+google-research/bert TF checkpoint folder (google_checkpoint.py). Everything that can be wrong
+with the folder is found when it is inspected and reported in one line naming the problem and
+the fix, so the exporter itself can assume a well-formed checkpoint.
 """
 
 from __future__ import annotations
@@ -103,35 +103,3 @@ def some(names, limit: int = MAX_NAMES_SHOWN) -> str:
     names = sorted(names)
     shown = ", ".join(names[:limit]) or "nothing"
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
-
-
-def layout_of(path: str, checkpoint: str | None = None) -> str:
-    """Which layout `path` holds: an explicit TF checkpoint or bert_config.json means Google's,
-    a config.json Hugging Face's (preferred when a folder has both and HF weights)."""
-    if not os.path.isdir(path):
-        raise CheckpointError(f"checkpoint folder {path!r} does not exist or is not a folder")
-    from models.hf_checkpoint import WEIGHT_FILES
-
-    has = set(os.listdir(path))
-    if checkpoint is None and "config.json" in has and (
-            "bert_config.json" not in has or has.intersection(WEIGHT_FILES)):
-        return HUGGING_FACE
-    if checkpoint is not None or "bert_config.json" in has:
-        return GOOGLE
-    raise CheckpointError(
-        f"{path} has no config.json (a Hugging Face folder: config.json, model.safetensors or "
-        "pytorch_model.bin, vocab.txt) and no bert_config.json (a google-research/bert folder: "
-        f"bert_config.json, vocab.txt, a TF checkpoint); found: {some(has)}")
-
-
-def inspect_checkpoint(path: str, checkpoint: str | None = None,
-                       lower_case: bool | None = None) -> Checkpoint:
-    """Validates a checkpoint folder of either layout; `checkpoint` is an explicit TF checkpoint
-    prefix and `lower_case` overrides what the folder says or implies."""
-    if layout_of(path, checkpoint) == HUGGING_FACE:
-        from models.hf_checkpoint import inspect_hf_folder
-
-        return inspect_hf_folder(path, lower_case)
-    from models.google_checkpoint import inspect_google_folder
-
-    return inspect_google_folder(path, checkpoint, lower_case)

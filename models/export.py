@@ -20,7 +20,8 @@ import tensorflow as tf
 
 from models.bert_encoder import PRECISIONS, BertEncoder
 from models.bert_preprocessor import BertPreprocessor
-from models.checkpoint import GOOGLE, Checkpoint, CheckpointError, inspect_checkpoint
+from models.checkpoint import Checkpoint, CheckpointError
+from models.checkpoint_layout import inspect_checkpoint, open_tensors
 from models.weight_map import MappedWeights, map_weights
 
 METADATA_FILE = "beam_embed.json"
@@ -32,10 +33,6 @@ NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and def
 
 def read_weights(ckpt: Checkpoint) -> MappedWeights:
     """The checkpoint's weights in the encoder's layout, and what was left unused."""
-    if ckpt.layout == GOOGLE:
-        from models.google_checkpoint import open_google_tensors as open_tensors
-    else:
-        from models.hf_checkpoint import open_hf_tensors as open_tensors
     with open_tensors(ckpt) as tensors:
         return map_weights(tensors, ckpt.config, ckpt.activation, ckpt.weights)
 

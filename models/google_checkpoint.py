@@ -21,8 +21,16 @@ import os
 import re
 from collections.abc import Iterator
 
-from models.checkpoint import (GOOGLE, Checkpoint, CheckpointError, TokenizerSettings,
-                               activation_of, check_vocab, load_config, some)
+from models.checkpoint import (
+    GOOGLE,
+    Checkpoint,
+    CheckpointError,
+    TokenizerSettings,
+    activation_of,
+    check_vocab,
+    load_config,
+    some,
+)
 from models.weight_map import GOOGLE_NAMES, Tensors
 
 CONFIG_FILE = "bert_config.json"

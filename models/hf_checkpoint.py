@@ -10,8 +10,16 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from models.checkpoint import (HUGGING_FACE, Checkpoint, CheckpointError, TokenizerSettings,
-                               activation_of, check_vocab, load_config, load_json)
+from models.checkpoint import (
+    HUGGING_FACE,
+    Checkpoint,
+    CheckpointError,
+    TokenizerSettings,
+    activation_of,
+    check_vocab,
+    load_config,
+    load_json,
+)
 from models.weight_map import HF_NAMES, Tensors
 
 SUPPORTED_MODEL_TYPES = ("bert",)

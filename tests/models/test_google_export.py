@@ -14,8 +14,7 @@ import tensorflow as tf
 
 from models.export import export_checkpoint
 from tests.bert_reference import forward
-from tests.models.google_reference import (fine_tune_extras, google_variables,
-                                           write_google_folder)
+from tests.models.google_reference import fine_tune_extras, google_variables, write_google_folder
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],
                 [2, 8, 3, 0, 0, 0, 0, 0, 0]], np.int32)
