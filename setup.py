@@ -1,11 +1,16 @@
 """beam-embed: a TensorFlow + Apache Beam batch embedding job.
 
-`pip install -e .[dev]` on a workstation; `--setup_file ./setup.py` ships `pipeline` and
-`models` to Dataflow workers with the runtime requirements pinned below.
+`pip install .` installs every command; `pip install -e '.[dev]'` adds the test and lint tools.
+`--setup_file ./setup.py` ships `pipeline` and `models` to Dataflow workers, which install the
+requirements pinned below.
 """
 
 import setuptools
 
+# Exact pins: Dataflow workers install these too (docker/requirements.txt repeats them; a test
+# checks). The last three serve the launcher only (export-model reads safetensors; pca writes
+# its HTML and PNG plots): ~35 MB of wheels beside TensorFlow's ~630 MB, kept in the base
+# install so that a plain `pip install beam-embed` runs every command.
 RUNTIME = [
     "tensorflow==2.21.0",
     "tensorflow-text==2.21.1",
@@ -18,11 +23,15 @@ RUNTIME = [
     "pysbd==0.3.4",
     "scikit-learn==1.9.1",
     "threadpoolctl==3.8.0",
-]  # exact pins: workers install these (docker/requirements.txt repeats them; a test checks)
-EXPORT = ["keras-hub==0.32.0", "safetensors>=0.4"]  # export-model only; never on workers
-VIZ = ["plotly>=6", "matplotlib>=3.8"]  # beam-embed pca's HTML/PNG exports, on the launcher
-DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20", "scipy>=1.11",
-       "ruff==0.17.6", "import-linter==2.17"]
+    "safetensors==0.8.0",
+    "plotly==7.1.0",
+    "matplotlib==3.11.2",
+]
+UMAP = ["umap-learn>=0.5"]  # `beam-embed pca --method umap` only (numba + llvmlite, ~60 MB)
+# Tests, lint, and the independent references the tests compare with (keras-hub reads the same
+# checkpoints another way; tokenizers is Hugging Face's tokenizer).
+DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20",
+       "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17"]
 
 setuptools.setup(
     name="beam-embed",
@@ -31,7 +40,7 @@ setuptools.setup(
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
     install_requires=RUNTIME,
-    extras_require={"export": EXPORT, "viz": VIZ, "dev": EXPORT + VIZ + DEV},
+    extras_require={"umap": UMAP, "dev": DEV},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=pipeline.cli:main"]},
 )

@@ -16,6 +16,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "pipeline: runs a whole Beam job (embedding, PCA, a dry run) or a command "
                    "end to end")
+    config.addinivalue_line(
+        "markers", "install: builds the wheel and installs it into a fresh virtual environment "
+                   "(needs the package index; minutes)")
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from pipeline.common.runners import runner_for
 from pipeline.pca.exports import ExportSpec, export_sample
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
-from pipeline.pca.maps import check_method
+from pipeline.pca.maps import check_method, check_plot_packages
 from pipeline.pca.project import PROJECTIONS, ProjectEmbeddings, WriteProjections, projection_schema
 from pipeline.pca.projector import PROJECTOR_LIMIT
 from pipeline.pca.sample import SampleRows, write_sample
@@ -138,6 +138,7 @@ def make_plan(args) -> Plan:
     if args.color_by not in color_choices:
         raise ValueError(f"unknown --color-by {args.color_by!r}; expected one of {color_choices}")
     check_method(args.method, spec.components, args.dims)
+    check_plot_packages()
     if not 1 <= args.sample <= PROJECTOR_LIMIT:
         raise ValueError(f"--sample {args.sample} is out of range; expected 1..{PROJECTOR_LIMIT} "
                          "(the TensorBoard projector's limit)")

@@ -42,10 +42,23 @@ def check_method(method: str, components: int, dims: int) -> None:
     if package and importlib.util.find_spec(package) is None:
         usable = sorted(m for m, spec in MAPS.items()
                         if not spec[3] or importlib.util.find_spec(spec[3]))
-        raise ValueError(f"method {method!r} needs umap-learn (pip install umap-learn); "
-                         f"usable here: {usable}")
+        raise ValueError(f"method {method!r} needs umap-learn (pip install 'beam-embed[umap]'; "
+                         f"the base install leaves it out); usable here: {usable}")
     if components < dims:
         raise ValueError(f"--dims {dims} needs at least {dims} components; got {components}")
+
+
+# What the HTML and PNG plots are drawn with (base requirements): checked with the options, so a
+# broken install fails before any output is written rather than after the fit.
+PLOT_PACKAGES = {"plotly": "plotly", "matplotlib": "matplotlib"}
+
+
+def check_plot_packages() -> None:
+    missing = [dist for module, dist in PLOT_PACKAGES.items()
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ValueError(f"the plots need {' and '.join(missing)}, which beam-embed installs; "
+                         "this environment lacks them: reinstall with `pip install beam-embed`")
 
 
 def compute_map(method: str, coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
