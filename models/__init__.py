@@ -1,14 +1,15 @@
 """Models: the bottom layer, imported by every command and by Beam workers.
 
     encoder.py        the Encoder interface every kind implements
-    encoders/         the registry of kinds (TensorFlow-free facts) and one module per kind
+    encoders/         the registry of kinds (TensorFlow-free facts), one module per kind
+                      (bert, bert_tf1, elmo, text_in), and detect.py: the kind of a lone handle
     spec.py           EncoderSpec and encoder_spec(), the one constructor from a preset,
                       an export folder or handles plus flags
     presets.py        configs/models.yaml presets -> handles (exporting checkpoints on first use)
     pooling.py        named poolers over an EncoderOutput
     embedder.py       texts -> one vector per pooling (truncation, chunking, batch planning)
     tokens.py         texts -> token-level vectors with offsets
-    hub_loader.py     loading a handle (URL, gs://, folder) with one clear error
+    hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
     export.py, checkpoint*.py, hf_checkpoint.py, google_checkpoint.py, weight_map.py,
     bert_encoder.py, bert_preprocessor.py
                       checkpoint folders (Hugging Face, google-research/bert) -> TF-Hub-format

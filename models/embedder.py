@@ -84,8 +84,11 @@ class Embedder:
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
         self._specials = encoder.special_tokens  # BERT: [CLS] and [SEP]; ELMo: none
-        self._room = encoder.max_seq_length - self._specials
-        self._stride = max(self._room - min(chunk_overlap, self._room // 4), 1)
+        # units a text may have; None: no limit (text-in embedders read the whole text)
+        self._room = (None if encoder.max_seq_length is None
+                      else encoder.max_seq_length - self._specials)
+        self._stride = (None if self._room is None
+                        else max(self._room - min(chunk_overlap, self._room // 4), 1))
         self._lanes = encoder_lanes() if encoder.plans else 1
         self._executor = None
 
@@ -135,12 +138,13 @@ class Embedder:
         pieces = self.encoder.tokenize(texts)
         lengths = pieces.row_lengths().numpy()
         num_tokens = (lengths + self._specials).astype(np.int32)
-        truncated = lengths > self._room
+        truncated = (lengths > self._room if self._room is not None
+                     else np.zeros(len(lengths), bool))
         if self.long_text == "chunk" and truncated.any():
             vectors = self._embed_chunked(pieces, truncated)
             truncated = np.zeros_like(truncated)
         else:
-            vectors = self._encode(pieces[:, :self._room])
+            vectors = self._encode(pieces if self._room is None else pieces[:, :self._room])
         if self.normalize:
             vectors = {k: l2_normalize(v) for k, v in vectors.items()}
         return Embedded(vectors=vectors, num_tokens=num_tokens, truncated=truncated)

@@ -11,11 +11,21 @@ TensorFlow, so flags are checked before any model loads.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import ClassVar
 
 import numpy as np
 
 from models.pooling import EncoderOutput
+
+
+@dataclasses.dataclass(frozen=True)
+class WordPieces:
+    """A WordPiece vocabulary and the object whose `tokenize(strings)` returns ragged ids
+    [batch, words, pieces] (held whole: its tf.function methods keep only a weak reference)."""
+
+    vocab: tuple[str, ...]
+    tokenizer: object
 
 
 class Encoder(abc.ABC):
@@ -25,7 +35,7 @@ class Encoder(abc.ABC):
     # once where TensorFlow has the threads for it.
     plans: ClassVar[bool] = False
 
-    max_seq_length: int  # units per text, special tokens included
+    max_seq_length: int | None  # units per text, special tokens included; None: no limit
     num_layers: int  # layers (or named outputs) a pooling or token vector may read
     width: int  # the vector width of every layer
 
@@ -33,6 +43,21 @@ class Encoder(abc.ABC):
     @abc.abstractmethod
     def from_spec(cls, spec) -> Encoder:
         """Loads the model a models.spec.EncoderSpec names (once per process)."""
+
+    @classmethod
+    def recognize(cls, handle: str, found) -> dict | None:
+        """For a handle given alone (`--encoder H`): None when it is not a model of this kind,
+        else the facts learned on the way (models.presets.ModelSpec fields, e.g. the maximum
+        length). `found` is the handle's models.encoders.detect.SavedModelFacts (tags,
+        signatures) read without loading it; a kind may load the handle (once per process).
+        Kinds that are never guessed (a BERT pair needs its preprocessor named) keep this."""
+        return None
+
+    @classmethod
+    def wordpieces(cls, spec) -> WordPieces:
+        """The tokenizer alone, for `beam-embed tokens`: kinds with a WordPiece vocabulary."""
+        raise ValueError(f"{cls.kind} encoders have no WordPiece vocabulary; tokens compares "
+                         "BERT-family models")
 
     @abc.abstractmethod
     def tokenize(self, texts: list[str]):

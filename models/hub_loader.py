@@ -1,7 +1,9 @@
-"""Loading a model handle (TF-Hub/Kaggle URL, gs:// path or local folder) with one clear error."""
+"""Loading a model handle (TF-Hub/Kaggle URL, gs:// path or local folder) with one clear error,
+once per process."""
 
 from __future__ import annotations
 
+import collections
 import os
 
 
@@ -14,19 +16,66 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+def _check_local(handle: str) -> None:
+    if not is_remote(handle) and not os.path.isdir(handle):
+        raise HandleError(f"model handle {handle!r} is not a folder; give a SavedModel folder, "
+                          "a gs:// path or a TF-Hub/Kaggle URL")
+
+
+def _cannot(handle: str, e: Exception) -> HandleError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return HandleError(
+        f"cannot load model handle {handle!r} ({first}); check the URL or path and network "
+        "access, or export a local copy with `beam-embed export-model`")
+
+
 def load_handle(handle: str, tags=None):
     """`hub.load` with errors that name the handle; local folders must exist."""
     import tensorflow as tf
     import tensorflow_hub as hub
     import tensorflow_text  # noqa: F401  (registers the ops BERT preprocessors use)
 
-    if not is_remote(handle) and not os.path.isdir(handle):
-        raise HandleError(f"model handle {handle!r} is not a folder; give a SavedModel folder, "
-                          "a gs:// path or a TF-Hub/Kaggle URL")
+    _check_local(handle)
     try:
         return hub.load(handle, tags=tags)
     except (OSError, ValueError, tf.errors.OpError, RuntimeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HandleError(
-            f"cannot load model handle {handle!r} ({first}); check the URL or path and network "
-            "access, or export a local copy with `beam-embed export-model`") from e
+        raise _cannot(handle, e) from e
+
+
+def resolve_handle(handle: str) -> str:
+    """The folder holding the handle's SavedModel: a URL is downloaded into TF-Hub's cache;
+    local and gs:// folders are themselves."""
+    import tensorflow as tf
+    import tensorflow_hub as hub
+
+    _check_local(handle)
+    try:
+        return hub.resolve(handle)
+    except (OSError, ValueError, tf.errors.OpError, RuntimeError) as e:
+        raise _cannot(handle, e) from e
+
+
+# Loaded SavedModels of this process, most recent last. The job's launcher loads the model to
+# check it (and to recognize its kind) before the pipeline starts; the in-process DirectRunner
+# then loads it again in RunInference: this keeps the second load (and the first call's graph
+# optimization, ~1 s for a bf16 BERT) from being paid twice. Bounded: a process rarely holds
+# more than a model or two.
+_LOADED: collections.OrderedDict = collections.OrderedDict()
+_LOADED_MAX = 4
+
+
+def _version(handle: str):
+    pb = os.path.join(handle, "saved_model.pb")
+    return os.path.getmtime(pb) if not is_remote(handle) and os.path.exists(pb) else None
+
+
+def load_once(handle: str, tags=None):
+    """`load_handle`, once per process (and per version of a local folder) and tag set."""
+    key = (handle, _version(handle), None if tags is None else tuple(tags))
+    if key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    _LOADED[key] = loaded = load_handle(handle, tags)
+    while len(_LOADED) > _LOADED_MAX:
+        _LOADED.popitem(last=False)
+    return loaded

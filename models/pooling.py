@@ -63,6 +63,8 @@ LAYERED = frozenset({"cls", "mean", "max"})
 ELMO_OUTPUTS = ("elmo", "word_emb", "lstm_outputs1", "lstm_outputs2")
 ELMO_POOLERS = {"default": _model_pooled("default"),
                 **{name: _output_mean(name) for name in ELMO_OUTPUTS}}
+# Text-in embedders: only the module's own vector per text.
+TEXT_POOLERS = {"default": _model_pooled("default")}
 _SPEC = re.compile(r"^(?P<name>[a-z_0-9]+)(?:@(?P<layer>-?\d+))?$")
 
 
@@ -90,7 +92,7 @@ def parse_pooling(spec: str, poolers: Mapping = POOLERS, layered=LAYERED) -> Poo
     name = match["name"] if match else spec
     if not match or name not in poolers:
         raise ValueError(f"unknown pooling {spec!r}; expected one of {sorted(poolers)}"
-                         f" (layered: {sorted(layered)}, e.g. mean@-2)")
+                         + (f" (layered: {sorted(layered)}, e.g. mean@-2)" if layered else ""))
     if match["layer"] is not None and name not in layered:
         raise ValueError(f"pooling {spec!r} takes no layer; layers apply to {sorted(layered)}")
     layer = int(match["layer"]) if match["layer"] is not None else (-1 if name in layered else None)

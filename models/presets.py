@@ -113,25 +113,53 @@ def from_export(folder: str, kind: str = "bert", name: str | None = None) -> Mod
     )
 
 
+def handle_name(handle: str) -> str:
+    """A model's name from its handle: the last part, with the one before it when the last
+    is a version number (`.../elmo/3` -> elmo-3)."""
+    parts = [p for p in handle.rstrip("/").split("/") if p]
+    if len(parts) > 1 and parts[-1].isdigit():
+        return f"{parts[-2]}-{parts[-1]}"
+    return parts[-1] if parts else "encoder"
+
+
 def from_handles(encoder: str, preprocessor: str | None = None,
                  kind: str | None = None) -> ModelSpec:
-    """TF-Hub handles given directly: with a preprocessor a BERT pair, alone an ELMo module
-    (unless `kind` says otherwise)."""
-    kind = kind or ("bert" if preprocessor else "elmo")
-    return ModelSpec(kind=kind, name=encoder.rstrip("/").split("/")[-1] or "encoder",
-                     encoder=encoder, preprocessor=preprocessor,
-                     pooling=("cls",) if kind == "bert" else ("default",), normalize=False,
-                     max_seq_length=None)
+    """TF-Hub handles given directly: with a preprocessor a BERT pair; alone, the kind the
+    loaded module is recognized as (models/encoders/detect.py), unless `kind` says."""
+    from models.encoders import encoder_kind
+
+    learned = {}
+    if not kind and preprocessor:
+        kind = "bert"
+    elif not kind:
+        from models.encoders.detect import detect
+
+        kind, learned = detect(encoder)
+    registry = encoder_kind(kind)
+    return ModelSpec(kind=kind, name=handle_name(encoder), encoder=encoder,
+                     preprocessor=preprocessor, pooling=registry.default_pooling,
+                     normalize=False, max_seq_length=learned.get("max_seq_length"))
+
+
+def _is_saved_model(folder: str) -> bool:
+    """A SavedModel itself (a TF-Hub URL, or a folder with saved_model.pb), not an export."""
+    import tensorflow as tf
+
+    if folder.startswith(("http://", "https://")):
+        return True
+    return tf.io.gfile.exists(os.path.join(folder, "saved_model.pb"))
 
 
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
-    """A preset name, or a folder written by `export-model`, to a ModelSpec."""
+    """A preset name, a folder written by `export-model`, or a SavedModel whose kind is
+    recognized (a TF-Hub URL or folder), to a ModelSpec."""
     presets = load_presets() if presets is None else presets
     if model not in presets:
         if is_remote(model) or os.path.isdir(model):
-            return from_export(model)
+            return from_handles(model) if _is_saved_model(model) else from_export(model)
         raise ValueError(f"unknown model {model!r}; expected a preset, one of {sorted(presets)}, "
-                         "or a folder written by `beam-embed export-model`")
+                         "a folder written by `beam-embed export-model`, or a SavedModel "
+                         "folder or TF-Hub URL")
     p = presets[model]
     if "checkpoint" in p:
         spec = from_export(exported(p["checkpoint"], p.get("name", model)), name=p.get("name"))

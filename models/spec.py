@@ -15,7 +15,6 @@ from models.choices import GRANULARITIES, LONG_TEXT_MODES, TOKEN_DTYPES, TOKEN_U
 from models.encoders import KINDS, PRECISIONS, encoder_kind
 
 DEFAULT_MODEL = "minilm"
-DEFAULT_MAX_SEQ_LENGTH = 512
 
 
 def check_choice(flag: str, value, choices) -> None:
@@ -36,7 +35,7 @@ class EncoderSpec:
     kind: str
     encoder: str
     preprocessor: str | None
-    max_seq_length: int
+    max_seq_length: int | None  # None: the whole text (text-in embedders)
     poolings: tuple[str, ...]
     normalize: bool
     long_text: str
@@ -105,16 +104,18 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
     found = (from_handles(encoder, preprocessor, kind) if encoder
              else resolve(model or DEFAULT_MODEL, presets))
     registry = encoder_kind(found.kind)
-    chosen = tuple(poolings) or found.pooling or ("cls",)
-    registry.parse_poolings(chosen)  # names checked before any load
+    chosen = tuple(poolings) or found.pooling or registry.default_pooling
+    if granularity == "token":
+        registry.parse_token_layer(token_layer)  # kinds without token vectors refuse here
+    registry.parse_poolings(chosen)  # names (and fixed layers) checked before any load
     max_len = (max_seq_length if max_seq_length is not None
-               else found.max_seq_length or DEFAULT_MAX_SEQ_LENGTH)
-    check_positive("max-seq-length", max_len)
-    if max_len < 3:
-        raise ValueError(f"--max-seq-length must be at least 3 ([CLS] text [SEP]), got {max_len}")
-    if precision not in registry.precisions:
-        raise ValueError(f"--precision {precision} is not available for {found.kind} "
-                         f"encoders; expected one of {list(registry.precisions)}")
+               else found.max_seq_length or registry.max_seq_length)
+    if max_len is not None:
+        check_positive("max-seq-length", max_len)
+        if max_len < registry.min_seq_length:
+            raise ValueError(f"--max-seq-length must be at least {registry.min_seq_length} "
+                             f"([CLS] text [SEP]) for {found.kind} encoders, got {max_len}")
+    registry.check_precision(precision)
     return EncoderSpec(
         kind=found.kind, encoder=found.encoder, preprocessor=found.preprocessor,
         max_seq_length=max_len, poolings=chosen,

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from models.choices import TOKEN_DTYPES, TOKEN_UNITS
-from models.encoders import EncoderKind, encoder_kind
+from models.encoders import encoder_kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,26 +37,6 @@ def _char_index(text: str) -> np.ndarray:
     return np.maximum.accumulate(index)
 
 
-def parse_token_layer(value: str | int | None, kind: EncoderKind, num_layers: int):
-    """A layer index (negative from the end, default -1), or for kinds with named outputs
-    (ELMo) an output name."""
-    if kind.named_layers:
-        value = value if value not in (None, "") else kind.default_token_layer
-        if value not in kind.named_layers:
-            raise ValueError(f"unknown {kind.name} token layer {value!r}; expected one of "
-                             f"{list(kind.named_layers)}")
-        return value
-    try:
-        layer = -1 if value in (None, "") else int(value)
-    except ValueError as e:
-        raise ValueError(f"token layer {value!r} is not a layer number; expected an integer in "
-                         f"{-num_layers}..{num_layers - 1}") from e
-    if not -num_layers <= layer < num_layers:
-        raise ValueError(f"token layer {layer} is outside the model's {num_layers} layers "
-                         f"(valid: {-num_layers}..{num_layers - 1})")
-    return layer - num_layers if layer >= 0 else layer
-
-
 class TokenEmbedder:
     def __init__(self, encoder, layer=None, unit: str = "word", dtype: str = "float32"):
         if unit not in TOKEN_UNITS:
@@ -65,7 +45,7 @@ class TokenEmbedder:
             raise ValueError(f"unknown token dtype {dtype!r}; expected one of {list(TOKEN_DTYPES)}")
         kind = encoder_kind(encoder.kind)
         self.encoder = encoder
-        self.layer = parse_token_layer(layer, kind, encoder.num_layers)
+        self.layer = kind.parse_token_layer(layer, encoder.num_layers)
         self.unit = unit if unit in kind.token_units else kind.token_units[0]
         self.dtype = np.dtype(dtype)
         self._room = encoder.max_seq_length - encoder.special_tokens

@@ -113,16 +113,26 @@ def forward(w, ids, mask, type_ids, layers, heads, hidden_act="gelu"):
     return outs, pooled
 
 
-def tiny_poolings(weights, texts: list[str], max_len: int = 64):
+def tiny_poolings(weights, texts: list[str], max_len: int = 64, hidden_act: str = "gelu"):
     """Every pooling of a tiny checkpoint (2 layers, 2 heads) for texts of whitespace-separated
     TINY_VOCAB words, by hand: [CLS] words [SEP] through the float64 numpy BERT. Returns
     ({pooling spec: [texts, width]}, token counts)."""
     index = {w: i for i, w in enumerate(TINY_VOCAB)}
-    rows = [[2] + [index.get(w, 1) for w in t.split()][: max_len - 2] + [3] for t in texts]
+    return poolings_of_ids(weights, [[index.get(w, 1) for w in t.split()] for t in texts],
+                           max_len, hidden_act)
+
+
+def poolings_of_ids(weights, pieces: list[list[int]], max_len: int = 64,
+                    hidden_act: str = "gelu"):
+    """Every pooling of a tiny checkpoint (2 layers, 2 heads) for rows of WordPiece ids (no
+    [CLS]/[SEP]; rows longer than max_len - 2 are cut). Returns ({pooling spec: [rows,
+    width]}, token counts as packed)."""
+    rows = [[2] + list(p)[: max_len - 2] + [3] for p in pieces]
     seq = max(map(len, rows))
     ids = np.array([r + [0] * (seq - len(r)) for r in rows], np.int32)
     mask = (ids != 0).astype(np.float64)
-    layers, pooled = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2)
+    layers, pooled = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2,
+                             hidden_act=hidden_act)
 
     def mean(x):
         return (x * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)

@@ -51,3 +51,26 @@ def minilm_export(minilm_checkpoint, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("minilm_export"))
     export_checkpoint(minilm_checkpoint, out, name="all-MiniLM-L6-v2")
     return out
+
+
+@pytest.fixture(scope="session")
+def tf1_bert(tmp_path_factory):
+    """A tiny uncased TF1 Hub BERT module with 16 positions: (module folder, its weights)."""
+    from tests.bert_reference import TINY_VOCAB
+    from tests.tf1_bert_fixture import build_tf1_bert
+
+    folder = tmp_path_factory.mktemp("tf1_bert")
+    weights = write_checkpoint(str(folder / "checkpoint"), max_positions=16, seed=1)
+    build_tf1_bert(str(folder / "module"), weights, TINY_VOCAB, lower_case=True)
+    return str(folder / "module"), weights
+
+
+@pytest.fixture(scope="session")
+def text_in(tmp_path_factory):
+    """A tiny text-in embedder (callable and serving_default): (folder, its weights)."""
+    from tests.text_in_fixture import build_text_in, text_weights
+
+    folder = str(tmp_path_factory.mktemp("text_in") / "module")
+    weights = text_weights()
+    build_text_in(folder, weights)
+    return folder, weights

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from models.encoders import KINDS
+
 # Each snippet runs in a fresh interpreter (this one has TensorFlow loaded already) and prints
 # the TensorFlow-related modules it imported.
 CHECK = """
@@ -56,14 +58,17 @@ def test_registry_precisions_are_the_exported_graphs():
     assert KINDS["bert"].precisions == PRECISIONS
 
 
-@pytest.mark.parametrize("kind", ["bert", "elmo"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_implements_the_encoder_interface(kind):
     from models.encoder import Encoder
-    from models.encoders import encoder_kind
 
-    cls = encoder_kind(kind).encoder_class()
+    registry = KINDS[kind]
+    cls = registry.encoder_class()
     assert issubclass(cls, Encoder) and cls.kind == kind
     assert not getattr(cls, "__abstractmethods__", None)  # every abstract member implemented
+    # a kind that says how a lone handle is recognized must recognize it itself
+    assert bool(registry.recognized_by) == (cls.recognize.__func__ is not
+                                            Encoder.recognize.__func__)
 
 
 def test_unknown_kind_names_the_kinds():

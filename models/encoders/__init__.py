@@ -2,8 +2,10 @@
 
 An entry names the class that implements models.encoder.Encoder (imported only to build one,
 so this module and every flag check stay free of TensorFlow), the poolings the kind offers,
-its compute precisions, its token layers and units, and its kind-specific options. Adding a
-kind = one class + one entry here + its tests.
+its compute precisions, its token layers and units, its kind-specific options, and why it lacks
+what it lacks (so a refused flag says so). Adding a kind = one class + one entry here + its
+tests. A handle given alone (`--encoder H`) is matched against the kinds that say how they are
+recognized (models/encoders/detect.py), in registry order.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
-from models.pooling import ELMO_OUTPUTS, ELMO_POOLERS, LAYERED, POOLERS, parse_poolings
+from models.pooling import (
+    ELMO_OUTPUTS,
+    ELMO_POOLERS,
+    LAYERED,
+    POOLERS,
+    TEXT_POOLERS,
+    parse_poolings,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,10 +30,17 @@ class EncoderKind:
     implementation: str  # "module:Class", imported by encoder_class()
     poolers: Mapping[str, Callable]
     layered: frozenset[str]  # poolings that take a layer (`mean@-2`)
+    default_pooling: tuple[str, ...] = ("cls",)  # when neither flags nor a preset name one
     precisions: tuple[str, ...] = ("fp32",)
     named_layers: tuple[str, ...] = ()  # token layers by name (ELMo's outputs), else by index
     default_token_layer: str = "-1"
     token_units: tuple[str, ...] = ("word",)
+    token_level: bool = True  # whether --granularity token is possible
+    layers: int | None = None  # layers every model of the kind exposes, when fixed
+    max_seq_length: int | None = 512  # default units per text; None: the whole text
+    min_seq_length: int = 1  # the shortest --max-seq-length that leaves room for one unit
+    recognized_by: str = ""  # how a lone handle is recognized; "" for kinds never guessed
+    why: Mapping[str, str] = dataclasses.field(default_factory=dict)  # what it lacks -> why
     options: Mapping[str, tuple[str, tuple[str, ...]]] = dataclasses.field(
         default_factory=dict)  # option -> (its flag, its choices)
 
@@ -32,25 +48,84 @@ class EncoderKind:
         module, name = self.implementation.split(":")
         return getattr(importlib.import_module(module), name)
 
+    def _because(self, what: str) -> str:
+        return f" ({self.why[what]})" if what in self.why else ""
+
     def parse_poolings(self, specs):
-        """models.pooling.Pooling per spec, checked against this kind's poolings."""
-        return parse_poolings(list(specs), self.poolers, self.layered)
+        """models.pooling.Pooling per spec, checked against this kind's poolings and, when the
+        kind's layers are fixed, their layers."""
+        try:
+            parsed = parse_poolings(list(specs), self.poolers, self.layered)
+        except ValueError as e:
+            raise ValueError(f"{e}{self._because('poolings')}") from e
+        for p in parsed:
+            if p.layer is not None and self.layers is not None and \
+                    not -self.layers <= p.layer < self.layers:
+                raise ValueError(f"pooling {p.spec!r} asks for layer {p.layer}, but {self.name} "
+                                 f"encoders expose {self.layers} layer(s){self._because('layers')}"
+                                 f"; valid: {-self.layers}..{self.layers - 1}")
+        return parsed
+
+    def parse_token_layer(self, value, num_layers: int | None = None):
+        """A token layer: an index (negative from the end, default -1) into `num_layers` (or
+        the kind's fixed layers), or for kinds with named outputs (ELMo) an output name."""
+        if not self.token_level:
+            raise ValueError(f"--granularity token is not available for {self.name} encoders"
+                             f"{self._because('granularity')}; use --granularity sentence")
+        if self.named_layers:
+            value = value if value not in (None, "") else self.default_token_layer
+            if value not in self.named_layers:
+                raise ValueError(f"unknown {self.name} token layer {value!r}; expected one of "
+                                 f"{list(self.named_layers)}")
+            return value
+        n = num_layers if num_layers is not None else self.layers
+        try:
+            layer = -1 if value in (None, "") else int(value)
+        except ValueError as e:
+            raise ValueError(f"token layer {value!r} is not a layer number; expected an integer"
+                             + (f" in {-n}..{n - 1}" if n else "")) from e
+        if n is None:
+            return layer
+        if not -n <= layer < n:
+            raise ValueError(f"token layer {layer} is outside the model's {n} layers (valid: "
+                             f"{-n}..{n - 1}){self._because('layers')}")
+        return layer - n if layer >= 0 else layer
 
     def check_precision(self, precision: str) -> None:
         if precision not in self.precisions:
-            raise ValueError(f"precision {precision!r} is not available for {self.name} "
-                             f"encoders; expected one of {list(self.precisions)}")
+            raise ValueError(f"--precision {precision} is not available for {self.name} "
+                             f"encoders{self._because('precision')}; expected one of "
+                             f"{list(self.precisions)}")
 
 
 PRECISIONS = ("fp32", "bf16", "fp16")  # models/bert_encoder.py implements the last two
 ELMO_SIGNATURES = ("tokens", "default")
 KINDS = {
-    "bert": EncoderKind("bert", "models.encoders.bert:HubBertEncoder", POOLERS, LAYERED,
-                        precisions=PRECISIONS,
-                        token_units=("word", "wordpiece")),
-    "elmo": EncoderKind("elmo", "models.encoders.elmo:HubElmoEncoder", ELMO_POOLERS,
-                        frozenset(), named_layers=ELMO_OUTPUTS, default_token_layer="elmo",
-                        options={"signature": ("elmo-signature", ELMO_SIGNATURES)}),
+    "bert": EncoderKind(
+        "bert", "models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
+        token_units=("word", "wordpiece"), min_seq_length=3),
+    "bert_tf1": EncoderKind(
+        "bert_tf1", "models.encoders.bert_tf1:HubBertTf1Encoder",
+        {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),
+        token_units=("word", "wordpiece"), layers=1, min_seq_length=3,
+        recognized_by="tags [] with signatures tokens(input_ids, input_mask, segment_ids) and "
+                      "tokenization_info()",
+        why={"layers": "a TF1 Hub BERT module outputs only its last layer, sequence_output",
+             "precision": "a TF1 Hub module runs its own graph, in fp32"}),
+    "elmo": EncoderKind(
+        "elmo", "models.encoders.elmo:HubElmoEncoder", ELMO_POOLERS, frozenset(),
+        default_pooling=("default",), named_layers=ELMO_OUTPUTS, default_token_layer="elmo",
+        recognized_by="tags [] with signatures default(text) and tokens(tokens, sequence_len)",
+        options={"signature": ("elmo-signature", ELMO_SIGNATURES)}),
+    "text_in": EncoderKind(
+        "text_in", "models.encoders.text_in:HubTextEncoder", TEXT_POOLERS, frozenset(),
+        default_pooling=("default",), token_level=False, layers=0, max_seq_length=None,
+        recognized_by="a TF2 SavedModel callable (or serving_default) taking one string tensor "
+                      "[batch] and returning float [batch, D]",
+        why={"poolings": "a text-in embedder returns one vector per text, the module's own",
+             "granularity": "a text-in embedder returns one vector per text, no token vectors",
+             "layers": "a text-in embedder returns one vector per text, no layers",
+             "precision": "a TF-Hub SavedModel computes in its own precision"}),
 }
 
 

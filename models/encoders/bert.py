@@ -8,7 +8,6 @@ encoder and preprocessor contracts are used. Loaded once; every batch goes throu
 from __future__ import annotations
 
 import bisect
-import collections
 import logging
 import os
 
@@ -16,8 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from models.bert_encoder import PRECISIONS
-from models.encoder import Encoder
-from models.hub_loader import is_remote, load_handle
+from models.encoder import Encoder, WordPieces
+from models.hub_loader import load_once, resolve_handle
 from models.pooling import EncoderOutput
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
@@ -45,30 +44,9 @@ def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int
     return min(buckets[i] if i < len(buckets) else longest, max_seq_length)
 
 
-# Loaded (preprocessor, encoder) pairs of this process, most recent last. The job's launcher
-# loads the model to check it before the pipeline starts; the in-process DirectRunner then loads
-# it again in RunInference: this keeps the second load (and the first call's graph optimization,
-# ~1 s for the bf16 graph) from being paid twice. Bounded: a process rarely holds more than one.
-_LOADED: collections.OrderedDict = collections.OrderedDict()
-_LOADED_MAX = 2
-
-
-def _version(handle: str):
-    pb = os.path.join(handle, "saved_model.pb")
-    return os.path.getmtime(pb) if not is_remote(handle) and os.path.exists(pb) else None
-
-
 def load_pair(encoder: str, preprocessor: str):
-    """(preprocessor, encoder) SavedModels, loaded once per process (and per export version)."""
-    key = (encoder, _version(encoder), preprocessor, _version(preprocessor))
-    if key in _LOADED:
-        _LOADED.move_to_end(key)
-        return _LOADED[key]
-    pair = (load_handle(preprocessor), load_handle(encoder))
-    _LOADED[key] = pair
-    while len(_LOADED) > _LOADED_MAX:
-        _LOADED.popitem(last=False)
-    return pair
+    """(preprocessor, encoder) SavedModels, each loaded once per process."""
+    return load_once(preprocessor), load_once(encoder)
 
 
 def select_precision(encoder, handle: str, precision: str):
@@ -100,9 +78,18 @@ class HubBertEncoder(Encoder):
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
                  precision: str = "fp32"):
-        self._preprocessor, self._encoder = load_pair(encoder, preprocessor)
-        self._forward = select_precision(self._encoder, encoder, precision)
+        preprocessor_model, encoder_model = load_pair(encoder, preprocessor)
         self.precision = precision
+        self._setup(preprocessor_model, select_precision(encoder_model, encoder, precision),
+                    max_seq_length)
+
+    def _setup(self, preprocessor, forward, max_seq_length: int) -> None:
+        """What every encoder of the TF-Hub BERT contracts shares: `preprocessor` tokenizes
+        (`tokenize`, `tokenize_with_offsets`, `bert_pack_inputs` or [CLS]/[SEP]/[PAD] ids),
+        `forward(packed inputs)` returns `sequence_output`, `pooled_output` and
+        `encoder_outputs` (the layers it exposes, last one last)."""
+        self._preprocessor = preprocessor
+        self._forward = forward
         self.max_seq_length = max_seq_length
         self._vocab = None
         self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
@@ -115,6 +102,17 @@ class HubBertEncoder(Encoder):
     @classmethod
     def from_spec(cls, spec) -> HubBertEncoder:
         return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision)
+
+    @classmethod
+    def wordpieces(cls, spec) -> WordPieces:
+        """The preprocessor alone, and the vocab.txt asset that ships inside it."""
+        path = os.path.join(resolve_handle(spec.preprocessor), "assets", "vocab.txt")
+        if not tf.io.gfile.exists(path):
+            raise ValueError(f"preprocessor {spec.preprocessor!r} has no assets/vocab.txt; "
+                             "tokens needs a WordPiece (BERT-family) preprocessor")
+        with tf.io.gfile.GFile(path) as f:
+            vocab = tuple(line.rstrip("\n") for line in f)
+        return WordPieces(vocab, load_once(spec.preprocessor))
 
     def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
         """WordPiece ids per text, [batch, pieces], without [CLS]/[SEP]."""

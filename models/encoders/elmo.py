@@ -16,7 +16,7 @@ import tensorflow_text as tf_text
 from models.encoder import Encoder
 from models.encoders import ELMO_SIGNATURES as SIGNATURES
 from models.encoders.bert import bucket_length
-from models.hub_loader import HandleError, is_remote, load_handle
+from models.hub_loader import HandleError, is_remote, load_once
 from models.pooling import ELMO_OUTPUTS, EncoderOutput
 
 _PUNCTUATION = r"[\p{P}\p{S}]"
@@ -32,7 +32,7 @@ class HubElmoEncoder(Encoder):
             raise ValueError(f"unknown ELMo signature {signature!r}; expected one of "
                              f"{list(SIGNATURES)}")
         try:
-            module = load_handle(handle, tags=[])
+            module = load_once(handle, tags=[])
         except HandleError as e:
             if is_remote(handle) or not tf.io.gfile.isdir(handle):
                 raise
@@ -54,6 +54,13 @@ class HubElmoEncoder(Encoder):
     def from_spec(cls, spec) -> HubElmoEncoder:
         options = dict(spec.options)
         return cls(spec.encoder, spec.max_seq_length, options.get("signature", "tokens"))
+
+    @classmethod
+    def recognize(cls, handle: str, found) -> dict | None:
+        graph = found.graph(())
+        if graph is None or not all(s in graph.signatures for s in SIGNATURES):
+            return None
+        return {} if "sequence_len" in graph.signatures["tokens"].inputs else None
 
     def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
         """Words per text, [batch, words] strings."""

@@ -30,7 +30,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                    "STS Benchmark layout)")
     p.add_argument("--triplets", help="TSV of query, positive, negative")
     p.add_argument("--model", action="append",
-                   help="a preset or export-model folder; repeat to compare "
+                   help="a preset, an export-model folder or a SavedModel (folder or TF-Hub "
+                        "URL, kind recognized); repeat to compare "
                         f"(default {DEFAULT_MODEL})")
     p.add_argument("--pooling",
                    help="comma-separated poolings, e.g. cls,pooled_output,mean,mean@-2 "

@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="beam-embed similarity", description=__doc__)
     parser.add_argument("sentence")
     parser.add_argument("--words", nargs="+", required=True)
-    parser.add_argument("--model", action="append", help="preset or export folder (repeatable; "
-                                                           "default minilm)")
+    parser.add_argument("--model", action="append", help="preset, export folder or SavedModel "
+                                                           "(repeatable; default minilm)")
     parser.add_argument("--layer", help="BERT layer (default -1) or ELMo output (default elmo)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)

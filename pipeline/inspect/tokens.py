@@ -5,8 +5,9 @@
 
 For each text: one row per word, each model's WordPieces side by side, then pieces per word and
 [UNK]s per model. Then the vocabularies: size, share of entries with a digit, share of `##`
-continuation pieces, and the overlap of every two models. Only the preprocessors are loaded
-(the TF-Hub BERT contract's `tokenize` and the vocab.txt asset that ships inside them).
+continuation pieces, and the overlap of every two models. Only the tokenizers are loaded where
+the model allows (a TF-Hub BERT preprocessor and the vocab.txt inside it; a TF1 Hub BERT
+module's own vocabulary, which needs the module loaded).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import argparse
 import dataclasses
 import itertools
 import json
-import os
 import sys
 
 UNKNOWN = "[UNK]"
@@ -25,41 +25,26 @@ UNKNOWN = "[UNK]"
 class Tokenizer:
     label: str
     vocab: tuple[str, ...]
-    preprocessor: object  # the loaded TF-Hub BERT preprocessor
+    tokenizer: object  # tokenize(strings) -> ragged ids [batch, words, pieces]
 
     def words(self, text: str) -> list[list[str]]:
         """The text's words, each as its WordPiece strings."""
         import tensorflow as tf
 
-        ids = self.preprocessor.tokenize(tf.constant([text])).to_list()[0]
+        ids = self.tokenizer.tokenize(tf.constant([text])).to_list()[0]
         return [[self.vocab[i] for i in word] for word in ids]
 
 
-def vocab_file(handle: str) -> str:
-    """The vocab.txt asset of a preprocessor SavedModel (local folder or resolved TF-Hub URL)."""
-    import tensorflow as tf
-    import tensorflow_hub as hub
-
-    path = os.path.join(hub.resolve(handle), "assets", "vocab.txt")
-    if not tf.io.gfile.exists(path):
-        raise ValueError(f"preprocessor {handle!r} has no assets/vocab.txt; tokens needs a "
-                         "WordPiece (BERT-family) preprocessor")
-    return path
-
-
 def load_tokenizer(label: str) -> Tokenizer:
-    import tensorflow as tf
-
-    from models.hub_loader import load_handle
+    from models.encoders import encoder_kind
     from models.spec import encoder_spec
 
     spec = encoder_spec(label)
-    if not spec.preprocessor:
-        raise ValueError(f"model {label!r} ({spec.kind}) has no WordPiece preprocessor; tokens "
-                         "compares BERT-family models")
-    with tf.io.gfile.GFile(vocab_file(spec.preprocessor)) as f:
-        vocab = tuple(line.rstrip("\n") for line in f)
-    return Tokenizer(label, vocab, load_handle(spec.preprocessor))
+    try:
+        pieces = encoder_kind(spec.kind).encoder_class().wordpieces(spec)
+    except ValueError as e:
+        raise ValueError(f"model {label!r} ({spec.kind}): {e}") from e
+    return Tokenizer(label, pieces.vocab, pieces.tokenizer)
 
 
 def vocab_stats(tokenizers: list[Tokenizer]) -> dict:
@@ -120,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="beam-embed tokens", description=__doc__.split("\n\n")[0])
     p.add_argument("texts", nargs="+", metavar="TEXT", help="one or more texts")
     p.add_argument("--model", action="append", required=True,
-                   help="a preset or export-model folder; repeat to compare")
+                   help="a preset, an export-model folder or a TF1 Hub BERT "
+                        "module; repeat to compare")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
     if len(set(args.model)) != len(args.model):

@@ -52,6 +52,14 @@ def use_remote_export(opts) -> str | None:
     return handle.rsplit("/", 1)[-1]
 
 
+def refuse_remote_recognition(opts) -> None:
+    """A remote handle given alone would have to be read to recognize its kind."""
+    if opts.encoder and not opts.preprocessor and is_remote(opts.encoder):
+        raise ValueError(f"a dry run does not read the remote handle {opts.encoder!r} (it is "
+                         "offline), so it cannot recognize its kind; use a preset that names "
+                         "the kind (configs/models.yaml), or run without --dry-run")
+
+
 def offline_inputs(patterns) -> tuple[list[tuple[str, int]], dict]:
     local = [p for p in patterns if not is_remote(p)]
     files = expand_inputs(local) if local else []
@@ -88,6 +96,7 @@ def dry_run(options) -> int:
         raise ValueError(f"--dry-run needs --job-file PATH, a local file for the job "
                          f"description (got {job_file!r})")
     remote_name = use_remote_export(options.view_as(EmbedOptions))
+    refuse_remote_recognition(options.view_as(EmbedOptions))
     cfg = configure(options)
     if remote_name:
         cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder,

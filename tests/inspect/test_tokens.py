@@ -61,4 +61,5 @@ def test_bad_models_fail_with_clear_errors(capsys):
     assert cli(["tokens", "x", "--model", "no-such-model"]) == 2
     assert "unknown model 'no-such-model'; expected a preset" in capsys.readouterr().err
     assert cli(["tokens", "x", "--model", "elmo"]) == 2
-    assert "model 'elmo' (elmo) has no WordPiece preprocessor" in capsys.readouterr().err
+    assert "model 'elmo' (elmo): elmo encoders have no WordPiece vocabulary" in \
+        capsys.readouterr().err

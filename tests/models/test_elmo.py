@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline.job.command import main
 from tests.elmo_fixture import build_tiny_elmo
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
@@ -67,11 +66,3 @@ def test_default_signature_keeps_the_modules_space_split(tiny_elmo, tmp_path):
     module = tf.saved_model.load(tiny_elmo, tags=[])
     raw = module.signatures["default"](text=tf.constant(TEXTS[:1]))["elmo"].numpy()[0]
     np.testing.assert_allclose(np.array(row["vectors"]), raw, atol=1e-5)
-
-
-def test_not_an_elmo_module(tiny_export, tmp_path, capsys):
-    corpus = write_lines(str(tmp_path / "c.txt"), ["x"])
-    code = main(["--input", corpus, "--encoder", f"{tiny_export}/encoder",
-                 "--output", str(tmp_path / "o")])
-    assert code == 2
-    assert "is not an ELMo module" in capsys.readouterr().err
