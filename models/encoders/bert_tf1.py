@@ -4,9 +4,10 @@ multilingual siblings): the original TF-Hub BERTs, loaded with an empty tag set.
 The module has a `tokens` signature (int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq]
 -> `pooled_output` [batch, H], `sequence_output` [batch, seq, H]) and a `tokenization_info`
 signature (`vocab_file`, `do_lower_case`). The preprocessor is built in memory from the module's
-own vocabulary asset and `do_lower_case` (models/bert_preprocessor.py: lower-casing also strips
-accents, as the module's tokenizer does), so packing, batch planning and pooling are the TF2
-BERT encoder's. Only the last layer is exposed, and the graph computes in fp32.
+own vocabulary asset and `do_lower_case`, tokenizing as google-research/bert's tokenization.py
+(the module's own tokenizer; models/bert_preprocessor.py's GOOGLE flavor: lower-casing also
+strips accents), so packing, batch planning and pooling are the TF2 BERT encoder's. Only the
+last layer is exposed, and the graph computes in fp32.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import tensorflow as tf
 
 from models.bert_preprocessor import BertPreprocessor
+from models.checkpoint import GOOGLE
 from models.encoder import WordPieces
 from models.encoders.bert import HubBertEncoder
 from models.hub_loader import load_once, resolve_handle
@@ -60,7 +62,8 @@ def preprocessor(handle: str, module) -> BertPreprocessor:
     missing = [t for t in SPECIAL_TOKENS if t not in index]
     if missing:
         raise ValueError(f"the vocabulary {path!r} of {handle!r} lacks {missing}")
-    return BertPreprocessor(path, lower_case, lower_case, {t: index[t] for t in SPECIAL_TOKENS})
+    return BertPreprocessor(path, lower_case, lower_case, {t: index[t] for t in SPECIAL_TOKENS},
+                            flavor=GOOGLE)
 
 
 class HubBertTf1Encoder(HubBertEncoder):
