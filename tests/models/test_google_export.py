@@ -120,3 +120,45 @@ def test_cli_checkpoint_and_lower_case_flags(fine_tuned, tmp_path, capsys):
         False, False, "--no-lower-case")
     assert meta["weights"].endswith("model.ckpt-5") and meta["weights_chosen_by"] == "--checkpoint"
     assert meta["unused_variables"] == []  # model.ckpt-5 holds the model alone
+
+
+CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "The", "the", "Café", "café", "Été",
+               "cat", "sat", "on", "mat", "Bank", "river", ".", ",", "big", "small"]
+
+
+@pytest.mark.pipeline
+def test_google_checkpoint_through_export_model_and_the_job(tmp_path):
+    """The README's two commands on a cased checkpoint with accented words: every pooling of
+    every record equals the numpy BERT (tanh GELU) on the ids the vocabulary gives, and a text
+    longer than the model's 64 positions is truncated and flagged."""
+    from pipeline.cli import main
+    from tests.bert_reference import poolings_of_ids
+    from tests.job_helpers import parquet_rows, tfrecord_rows, write_lines
+
+    src, out = str(tmp_path / "cased_L-2_H-8_A-2"), str(tmp_path / "export")
+    weights = write_google_folder(src, vocab=CASED_VOCAB, hidden_act="gelu", seed=3)
+    assert main(["export-model", src, out]) == 0
+    with open(os.path.join(out, "beam_embed.json")) as f:
+        assert json.load(f)["lower_case"] is False  # inferred from the vocabulary
+    texts = ["The Café sat on the mat .", "Été , the river Bank", "café big small",
+             " ".join(["The cat sat on the mat ."] * 12)]  # 84 words: past 64 positions
+    corpus = write_lines(str(tmp_path / "corpus.txt"), texts)
+    job = str(tmp_path / "job")
+    assert main(["run", "--input", corpus, "--model", out, "--output", job,
+                 "--pooling", "cls,pooled_output,mean,mean@-2", "--progress_every", "0"]) == 0
+    index = {w: i for i, w in enumerate(CASED_VOCAB)}
+    ref, lengths = poolings_of_ids(weights, [[index[w] for w in t.split()] for t in texts],
+                                   max_len=64, hidden_act="gelu_new")
+    rows, examples = parquet_rows(job), tfrecord_rows(job)
+    columns = {"cls": "cls", "pooled_output": "pooled_output", "mean": "mean",
+               "mean@-2": "mean_layer_m2"}
+    for i, text in enumerate(texts):
+        row = rows[f"{corpus}:{i + 1}"]
+        assert row["truncated"] is (i == 3) and row["num_tokens"] == len(text.split()) + 2
+        for spec, column in columns.items():
+            got, want = np.asarray(row[column], np.float64), ref[spec][i]
+            cosine = got @ want / np.linalg.norm(got) / np.linalg.norm(want)
+            assert cosine >= 0.99999, (text, spec, cosine)
+            np.testing.assert_array_equal(examples[f"{corpus}:{i + 1}"][column],
+                                          np.float32(row[column]))
+    assert lengths[3] == 64
