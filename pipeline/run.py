@@ -2,7 +2,10 @@
 
 import sys
 
-from pipeline.job.command import main
+from pipeline.common.quiet import configure, verbose_requested
 
 if __name__ == "__main__":
+    configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
+    from pipeline.job.command import main
+
     sys.exit(main())

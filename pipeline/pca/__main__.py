@@ -1,9 +1,10 @@
 """`python -m pipeline.pca`: the PCA job (`beam-embed pca`)."""
 
-import logging
 import sys
 
-from pipeline.pca.command import main
+from pipeline.common.quiet import configure, verbose_requested
 
-logging.basicConfig(level=logging.INFO)
+configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
+from pipeline.pca.command import main  # noqa: E402
+
 sys.exit(main())

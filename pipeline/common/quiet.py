@@ -1,0 +1,79 @@
+"""Library output off unless asked for: by default a command's terminal shows only the tool's own
+lines; `-v/--verbose` (or BEAM_EMBED_VERBOSE=1) shows TensorFlow's, absl's and Beam's as well.
+
+TensorFlow reads its C++ log level from the environment when it loads, so `configure` runs
+before anything imports it: at the CLI entry and in `python -m pipeline.run` / `pipeline.pca`.
+Its start-up lines ("All log messages before absl::InitializeLog() ...", "Could not find cuda
+drivers") are written by C++ before any level applies, so `import_tensorflow` silences the
+process's stderr while TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import warnings
+
+from pipeline.common.log import is_verbose, set_verbose
+
+# TF_CPP_MIN_LOG_LEVEL 3 also drops "failed call to cuInit" (an ERROR line on every machine
+# without a GPU); real failures still reach the user as Python exceptions.
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
+QUIET_LOGGERS = ("tensorflow", "absl", "tf_keras", "keras", "h5py")
+# Known harmless lines that libraries log on the root logger. Beam 2.77's RunInference imports
+# `resource` together with a module that needs PyTorch, so without PyTorch it warns that it
+# cannot read memory use, once per batch.
+HARMLESS = ("Resource module is not available for current platform",)
+LIBRARIES = r"(tensorflow|tf_keras|keras|tensorflow_hub|tensorflow_text|apache_beam|google)"
+
+
+class _DropHarmless(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(HARMLESS)
+
+
+def verbose_requested(argv) -> bool:
+    return is_verbose() or any(a in ("-v", "--verbose") for a in argv)
+
+
+def configure(verbose: bool) -> None:
+    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads."""
+    set_verbose(verbose)
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    root = logging.getLogger()
+    if not any(isinstance(f, _DropHarmless) for f in root.filters):
+        root.addFilter(_DropHarmless())
+    warnings.filterwarnings("ignore", module=LIBRARIES)
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Sends the process's file descriptor 2 to /dev/null (C++ writes included), then back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def import_tensorflow() -> None:
+    """Loads TensorFlow (and tensorflow-text) now, without its start-up lines unless verbose.
+    Commands call it once their flags are checked, before anything else imports TensorFlow."""
+    if "tensorflow" in sys.modules or is_verbose():
+        return
+    with stderr_silenced():
+        import tensorflow  # noqa: F401
+        import tensorflow_text  # noqa: F401
