@@ -6,28 +6,64 @@ from __future__ import annotations
 import importlib
 import sys
 
+from pipeline.common.flags import hint
+from pipeline.common.quiet import configure, verbose_requested
+
 # Every command is a module with main(argv) -> exit code.
 COMMANDS = {
-    "run": "pipeline.job.command",
-    "pca": "pipeline.pca.command",
-    "eval": "pipeline.evaluate.command",
-    "search": "pipeline.search.command",
-    "tokens": "pipeline.inspect.tokens",
-    "similarity": "pipeline.inspect.similarity",
-    "export-model": "pipeline.export.command",
+    "run": ("pipeline.job.command", "embed a corpus into Parquet/TFRecord (default: the sample)"),
+    "pca": ("pipeline.pca.command", "PCA of a run: plot.html, plot.png, TensorBoard projector"),
+    "search": ("pipeline.search.command", "the records of a run closest in meaning to a query"),
+    "eval": ("pipeline.evaluate.command", "score models and poolings on scored pairs or triplets"),
+    "tokens": ("pipeline.inspect.tokens", "how models split a text into WordPieces"),
+    "similarity": ("pipeline.inspect.similarity", "cosine similarity of words in context"),
+    "export-model": ("pipeline.export.command", "a Hugging Face BERT-family checkpoint -> "
+                                                "TF-Hub-format SavedModels"),
 }
+HELP_WORDS = ("-h", "--help", "help")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("beam-embed")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    return "\n".join([
+        "usage: beam-embed COMMAND [flags]   (beam-embed COMMAND --help: its flags)", "",
+        "commands:", *lines, "",
+        "  -v, --verbose   after COMMAND: show library log lines and full tracebacks",
+        "  --version       the installed version"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"beam-embed: unknown command {argv[0]!r}; expected one of {sorted(COMMANDS)}",
-                  file=sys.stderr)
-        print(f"usage: beam-embed {{{','.join(COMMANDS)}}} ...  (each takes --help)",
-              file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:]) or 0
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        print(usage(), file=sys.stderr)
+        return 2
+    name, rest = argv[0], argv[1:]
+    if name == "--version":
+        print(f"beam-embed {version()}")
+        return 0
+    if name in HELP_WORDS:
+        if name == "help" and rest and rest[0] in COMMANDS:  # `beam-embed help pca`
+            return main([rest[0], "--help"])
+        print(usage())
+        return 0
+    if name not in COMMANDS:
+        print(f"beam-embed: unknown command {name!r}" + (
+            hint(name, COMMANDS) or f"; expected one of {', '.join(COMMANDS)}") +
+            " (beam-embed --help lists them)", file=sys.stderr)
+        return 2
+    configure(verbose_requested(rest))  # before any command imports TensorFlow
+    return importlib.import_module(COMMANDS[name][0]).main(rest) or 0
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from models.hub_loader import is_remote
+from pipeline.common.choices import FORMATS
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
-FORMATS = ("parquet", "tfrecord")  # the job's writers (pipeline.job.sinks.WRITERS) by name
 PREFIX = "embeddings"
 ERRORS_PREFIX = "errors"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
@@ -47,14 +47,21 @@ def existing_outputs(folder: str, patterns) -> list[str]:
     return [m.path for r in matches for m in r.metadata_list]
 
 
-def prepare_output(folder: str, patterns, overwrite: bool, flag: str = "--output") -> None:
-    """Refuses a folder holding a previous run unless `overwrite`; then removes that run's
-    files (those matching `patterns`, the manifest first among them) and creates the folder."""
+def refuse_previous_run(folder: str, patterns, overwrite: bool, flag: str = "--output") -> list:
+    """The files of a previous run in `folder` (those matching `patterns`); a ValueError when
+    there are some and not `overwrite`. Cheap, so commands check it before loading a model."""
     existing = existing_outputs(folder, patterns)
     if existing and not overwrite:
         raise ValueError(f"{flag} {folder!r} holds a previous run ({len(existing)} files, e.g. "
                          f"{existing[0]}); pass --overwrite to replace it or choose another "
                          f"{flag}")
+    return existing
+
+
+def prepare_output(folder: str, patterns, overwrite: bool, flag: str = "--output") -> None:
+    """Refuses a folder holding a previous run unless `overwrite`; then removes that run's
+    files (those matching `patterns`, the manifest first among them) and creates the folder."""
+    existing = refuse_previous_run(folder, patterns, overwrite, flag)
     if existing:
         FileSystems.delete(existing)
     if not FileSystems.exists(folder):

@@ -1,5 +1,6 @@
 """The bundled sample corpus: deterministic sentences on distinct topics (JSON Lines with a
-`topic` field), written by the project itself so the default run and the PCA plot need no data."""
+`topic` field), written by the project itself so the default run, the PCA plot and the sample
+pairs of `beam-embed eval` need no data."""
 
 from __future__ import annotations
 

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
+from pipeline.dataflow.flags import add_dry_run_flags
+
 TRUE_WORDS = ("1", "true", "yes")
 
 
 class DryRunOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        g = parser.add_argument_group("beam-embed dry run")
-        g.add_argument("--dry-run", dest="describe_only", action="store_true", default=False,
-                       help="build the job (for --runner, Dataflow included) and write its "
-                            "description to --job-file; submits and contacts nothing")
-        g.add_argument("--job_file", "--job-file", dest="job_file", default=None,
-                       help="where --dry-run writes the job description (JSON, a local path)")
+        add_dry_run_flags(parser)
 
 
 def dry_run_requested(options: PipelineOptions) -> bool:

@@ -1,33 +1,38 @@
 """`beam-embed eval`: which model and pooling make the best sentence vector, in numbers.
 
-    beam-embed eval --pairs sts-dev.tsv --model minilm --model MODEL2 \
-        --pooling cls,pooled_output,mean,mean@-2 [--triplets FILE] [--json]
+    beam-embed eval [--pairs sts-dev.tsv] [--triplets FILE] --model minilm --model MODEL2 \
+        --pooling cls,pooled_output,mean,mean@-2 [--json]
 
 Pairs (STS-style, scored): Spearman and Pearson correlation of the cosine similarity with the
 gold scores. Triplets (query, positive, negative): the share with cos(query, positive) >
 cos(query, negative). One row per model and pooling; every pooling of a model comes from one
 encoder pass, with the job's own encoder code, in this process (meant for files of thousands of
 pairs, not millions). Files, models and poolings are all checked before anything is embedded.
+Without --pairs or --triplets: the sample pairs (sample_pairs.py), a quick check.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 
+from pipeline.common.flags import CommandParser
+from pipeline.common.log import log
+from pipeline.common.quiet import import_tensorflow
 from pipeline.evaluate.data import Pairs, read_pairs, read_triplets
-from pipeline.evaluate.embed import DEFAULT_BATCH, Candidate, candidate, embed_texts
-from pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
+from pipeline.evaluate.sample_pairs import SAMPLE_PAIRS, write_sample_pairs
 
 DEFAULT_MODEL = "minilm"
+DEFAULT_BATCH = 64
+PROG = "beam-embed eval"
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="beam-embed eval", description=__doc__.split("\n\n")[0])
+def parser() -> CommandParser:
+    p = CommandParser(PROG, __doc__.split("\n\n")[0])
     p.add_argument("--pairs", help="TSV of scored pairs (score, sentence1, sentence2; or the "
-                                   "STS Benchmark layout)")
+                                   "STS Benchmark layout). Default, without --triplets: the "
+                                   f"sample pairs, written to {SAMPLE_PAIRS}")
     p.add_argument("--triplets", help="TSV of query, positive, negative")
     p.add_argument("--model", action="append",
                    help="a preset, an export-model folder or a SavedModel (folder or TF-Hub "
@@ -39,16 +44,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-seq-length", type=int, help="tokens per text (default: the model's)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="texts per encoder call")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
-    args = p.parse_args(argv)
-    if not args.pairs and not args.triplets:
-        p.error("give --pairs FILE and/or --triplets FILE")
+    return p
+
+
+def parse_args(argv: list[str]):
+    p = parser()
+    args = p.parse(argv)
     if args.batch_size < 1:
         p.error(f"--batch-size must be a positive integer, got {args.batch_size}")
     return args
 
 
-def evaluate(found: Candidate, embedder, datasets: list, batch_size: int) -> list[dict]:
-    """One row per (dataset, pooling) for one loaded model."""
+def evaluate(found, embedder, datasets: list, batch_size: int) -> list[dict]:
+    """One row per (dataset, pooling) for one loaded model (`found`: an embed.Candidate)."""
+    from pipeline.evaluate.embed import embed_texts
+    from pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
+
     vectors = embed_texts(embedder, [t for d in datasets for t in d.texts()], batch_size)
     rows, start = [], 0
     for data in datasets:
@@ -86,20 +97,25 @@ def format_table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
+        args = parse_args(sys.argv[1:] if argv is None else list(argv))
+        if not args.pairs and not args.triplets:
+            args.pairs = write_sample_pairs()
         datasets = ([read_pairs(args.pairs)] if args.pairs else []) + \
                    ([read_triplets(args.triplets)] if args.triplets else [])
         poolings = tuple(p.strip() for p in (args.pooling or "").split(",") if p.strip())
+        import_tensorflow()
+        from pipeline.evaluate.embed import candidate
+
         found = [candidate(m, poolings, args.max_seq_length) for m in args.model or [DEFAULT_MODEL]]
         embedders = [c.encoder.build() for c in found]  # bad handles and layers fail here
     except ValueError as e:
-        print(f"beam-embed eval: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     rows = []
     for c, embedder in zip(found, embedders):
         began = time.monotonic()
         rows += evaluate(c, embedder, datasets, args.batch_size)
-        print(f"{c.label}: embedded in {time.monotonic() - began:.1f}s", file=sys.stderr)
+        log(f"{c.label}: embedded in {time.monotonic() - began:.1f}s")
     print(json.dumps(rows, indent=2) if args.json else format_table(rows))
     return 0

@@ -9,8 +9,6 @@ import numpy as np
 
 from models.spec import EncoderSpec, encoder_spec
 
-DEFAULT_BATCH = 64
-
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
@@ -34,7 +32,7 @@ def candidate(label: str, poolings: tuple[str, ...] = (),
 
 
 def embed_texts(embedder, texts: list[str],
-                batch_size: int = DEFAULT_BATCH) -> dict[str, np.ndarray]:
+                batch_size: int) -> dict[str, np.ndarray]:
     """Vectors for `texts` in their order, each distinct text embedded once; batches are cut from
     the texts sorted by length so each packs to a short sequence."""
     unique = sorted(set(texts), key=lambda t: (len(t), t))

@@ -6,24 +6,37 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline.common.flags import CommandParser, FlagError
+from pipeline.common.quiet import import_tensorflow
+
+PROG = "beam-embed export-model"
+
+
+def parser() -> CommandParser:
+    p = CommandParser(
+        PROG, "Export a BERT-family checkpoint folder (Hugging Face, or google-research/bert "
+              "with a TF checkpoint) as TF-Hub-format encoder + preprocessor SavedModels "
+              "(OUT_DIR may be gs://).")
+    p.add_argument("src_dir", help="folder with config.json, weights, vocab.txt, or with "
+                                   "bert_config.json, vocab.txt, a TF checkpoint")
+    p.add_argument("out_dir", help="where encoder/, preprocessor/, beam_embed.json go")
+    p.add_argument("--name", help="model name recorded in beam_embed.json and manifests")
+    p.add_argument("--checkpoint", metavar="PREFIX",
+                   help="TF checkpoint prefix to read (e.g. model.ckpt-1000); default: the "
+                        "latest a `checkpoint` file names, else bert_model.ckpt")
+    p.add_argument("--lower-case", action=argparse.BooleanOptionalAction, default=None,
+                   help="lower-case (and strip accents) before WordPiece; default: what the "
+                        "folder says, else inferred from vocab.txt")
+    return p
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="beam-embed export-model",
-        description="Export a BERT-family checkpoint folder (Hugging Face, or google-research/bert "
-                    "with a TF checkpoint) as TF-Hub-format encoder + preprocessor SavedModels "
-                    "(OUT_DIR may be gs://).")
-    parser.add_argument("src_dir", help="folder with config.json, weights, vocab.txt, or with "
-                                        "bert_config.json, vocab.txt, a TF checkpoint")
-    parser.add_argument("out_dir", help="where encoder/, preprocessor/, beam_embed.json go")
-    parser.add_argument("--name", help="model name recorded in beam_embed.json and manifests")
-    parser.add_argument("--checkpoint", metavar="PREFIX",
-                        help="TF checkpoint prefix to read (e.g. model.ckpt-1000); default: the "
-                             "latest a `checkpoint` file names, else bert_model.ckpt")
-    parser.add_argument("--lower-case", action=argparse.BooleanOptionalAction, default=None,
-                        help="lower-case (and strip accents) before WordPiece; default: what the "
-                             "folder says, else inferred from vocab.txt")
-    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        args = parser().parse(sys.argv[1:] if argv is None else list(argv))
+    except FlagError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    import_tensorflow()
     from models.checkpoint import CheckpointError
     from models.export import export_checkpoint
 
@@ -31,11 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,
                                  checkpoint=args.checkpoint, lower_case=args.lower_case)
     except CheckpointError as e:
-        print(f"beam-embed export-model: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     print(f"exported {meta['name']} ({meta['layers']} layers, width {meta['width']}, "
           f"pooling {meta['pooling']}{' + normalize' if meta['normalize'] else ''}, "
           f"{'uncased' if meta['lower_case'] else 'cased'}; "
           f"{len(meta['unused_variables'])} unused variables listed in beam_embed.json) "
           f"to {args.out_dir}")
+    print(f'next: beam-embed run --model {args.out_dir}   or   beam-embed tokens "some text" '
+          f"--model {args.out_dir}")
     return 0

@@ -8,17 +8,20 @@ named; words split into several pieces say how many.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-import numpy as np
+from pipeline.common.flags import CommandParser
+from pipeline.common.quiet import import_tensorflow
 
-from models.spec import EncoderSpec, encoder_spec
+PROG = "beam-embed similarity"
 
 
-def word_vectors(spec: EncoderSpec, sentence: str, words: list[str]):
-    """(labels, vectors [n, width], notes) for the requested words in the sentence."""
+def word_vectors(spec, sentence: str, words: list[str]):
+    """(labels, vectors [n, width], notes) for the requested words in the sentence (`spec`: a
+    models.spec.EncoderSpec)."""
+    import numpy as np
+
     result = spec.build().embed([sentence])
     tokens, vectors, pieces = result.tokens[0], result.vectors[0], result.pieces[0]
     labels, rows, notes = [], [], []
@@ -35,14 +38,17 @@ def word_vectors(spec: EncoderSpec, sentence: str, words: list[str]):
     return labels, matrix, notes
 
 
-def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+def cosine_matrix(vectors):
+    """[n, width] -> [n, n] cosine similarities."""
+    import numpy as np
+
     if not len(vectors):
         return vectors
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return unit @ unit.T
 
 
-def _table(name: str, labels: list[str], sims: np.ndarray) -> list[str]:
+def _table(name: str, labels: list[str], sims) -> list[str]:
     width = max([len(label) for label in labels] + [6])
     lines = [name, " " * width + "".join(f"{label:>{width + 2}}" for label in labels)]
     for label, row in zip(labels, sims):
@@ -59,17 +65,24 @@ def _side_by_side(blocks: list[list[str]]) -> str:
     return "\n".join(r.rstrip() for r in rows)
 
 
+def parser() -> CommandParser:
+    p = CommandParser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("sentence")
+    p.add_argument("--words", nargs="+", required=True, help="the words to compare")
+    p.add_argument("--model", action="append",
+                   help="preset, export-model folder or SavedModel (repeatable; default minilm)")
+    p.add_argument("--layer", help="BERT layer (default -1) or ELMo output (default elmo)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="beam-embed similarity", description=__doc__)
-    parser.add_argument("sentence")
-    parser.add_argument("--words", nargs="+", required=True)
-    parser.add_argument("--model", action="append", help="preset, export folder or SavedModel "
-                                                           "(repeatable; default minilm)")
-    parser.add_argument("--layer", help="BERT layer (default -1) or ELMo output (default elmo)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    args = parser.parse_args(argv)
     report, blocks = {}, []
     try:
+        args = parser().parse(sys.argv[1:] if argv is None else list(argv))
+        import_tensorflow()
+        from models.spec import encoder_spec
+
         for model in args.model or ["minilm"]:
             spec = encoder_spec(model, normalize=False, granularity="token",
                                 token_layer=args.layer, token_unit="word")
@@ -79,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "notes": notes}
             blocks.append(_table(spec.name, labels, sims) + [f"  note: {n}" for n in notes])
     except ValueError as e:
-        print(f"beam-embed similarity: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2) if args.json else _side_by_side(blocks))
     return 0

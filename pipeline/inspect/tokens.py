@@ -1,7 +1,7 @@
 """`beam-embed tokens`: how models split the same text, and how their vocabularies differ.
 
-    beam-embed tokens "The BRCA1 p.V600E mutation" [MORE TEXT ...] --model bert-base-uncased \
-        --model scibert [--json]
+    beam-embed tokens "The BRCA1 p.V600E mutation" [MORE TEXT ...] --model minilm \
+        --model bert-base-uncased [--json]
 
 For each text: one row per word, each model's WordPieces side by side, then pieces per word and
 [UNK]s per model. Then the vocabularies: size, share of entries with a digit, share of `##`
@@ -12,13 +12,16 @@ module's own vocabulary, which needs the module loaded).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json
 import sys
 
+from pipeline.common.flags import CommandParser
+from pipeline.common.quiet import import_tensorflow
+
 UNKNOWN = "[UNK]"
+PROG = "beam-embed tokens"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,20 +104,26 @@ def format_report(texts: list[dict], vocab: dict) -> str:
     return "\n\n".join(blocks)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="beam-embed tokens", description=__doc__.split("\n\n")[0])
+def parser() -> CommandParser:
+    p = CommandParser(PROG, __doc__.split("\n\n")[0])
     p.add_argument("texts", nargs="+", metavar="TEXT", help="one or more texts")
     p.add_argument("--model", action="append", required=True,
-                   help="a preset, an export-model folder or a TF1 Hub BERT "
-                        "module; repeat to compare")
+                   help="a preset (minilm works offline), an export-model folder or a TF1 Hub "
+                        "BERT module; repeat to compare")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
-    if len(set(args.model)) != len(args.model):
-        p.error(f"--model given twice: {args.model}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     try:
+        args = p.parse(sys.argv[1:] if argv is None else list(argv))
+        if len(set(args.model)) != len(args.model):
+            p.error(f"--model given twice: {args.model}")
+        import_tensorflow()
         tokenizers = [load_tokenizer(m) for m in args.model]
     except ValueError as e:
-        print(f"beam-embed tokens: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     texts = [compare(t, tokenizers) for t in args.texts]
     vocab = vocab_stats(tokenizers)

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pipeline.common.records import Record
 
 _SPACES = re.compile(r"[\s\u00a0\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
-SPLIT_MODES = ("none", "sentences")
 
 
 def clean_text(text: str) -> str:

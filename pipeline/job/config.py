@@ -6,11 +6,10 @@ import dataclasses
 import os
 
 from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
-from pipeline.common.manifest import FORMATS
-from pipeline.job.cleaning import SPLIT_MODES
-from pipeline.job.formats import READERS
+from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
+from pipeline.common.quiet import import_tensorflow
+from pipeline.common.sample_corpus import write_sample_corpus
 from pipeline.job.options import EmbedOptions
-from pipeline.job.sample_corpus import write_sample_corpus
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 
@@ -69,7 +68,10 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
                          f"{list(FORMATS)}")
     check_choice("split", opts.split, SPLIT_MODES)
     if opts.input_format is not None:
-        check_choice("input-format", opts.input_format, sorted(READERS))
+        check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))
+    for flag in ("max_text_bytes", "batch_tokens", "max_batch_size"):
+        check_positive(flag.replace("_", "-"), getattr(opts, flag))
+    import_tensorflow()  # the model spec may load TensorFlow: quietly, after the plain checks
     encoder = encoder_spec(
         opts.model, encoder=opts.encoder, preprocessor=opts.preprocessor,
         poolings=_csv(opts.pooling), normalize=opts.normalize,
@@ -85,15 +87,15 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
         metadata_fields=_csv(opts.metadata_fields),
         split=opts.split,
         clean=opts.clean,
-        max_text_bytes=check_positive("max-text-bytes", opts.max_text_bytes),
+        max_text_bytes=opts.max_text_bytes,
         encoder=encoder,
         output=opts.output.rstrip("/"),
         formats=formats,
         num_shards=max(opts.num_shards, 0),
         include_text=opts.include_text,
         overwrite=opts.overwrite,
-        batch_tokens=check_positive("batch-tokens", opts.batch_tokens),
-        max_batch_size=check_positive("max-batch-size", opts.max_batch_size),
+        batch_tokens=opts.batch_tokens,
+        max_batch_size=opts.max_batch_size,
         progress_every=opts.progress_every,
     )
 

@@ -4,12 +4,12 @@ workers need neither plotting libraries nor memory for them."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.common.log import log
 from pipeline.pca import plots, projector
 from pipeline.pca.maps import axis_labels, compute_map, map_title
 from pipeline.pca.project import pc_names
@@ -39,14 +39,15 @@ def sampling_note(info: dict) -> str:
             f"({METHOD}, seed {info['seed']})")
 
 
-def export_sample(sample_path: str, spec: ExportSpec) -> dict:
-    """Writes the projector bundle, plot.html and plot.png; returns what the manifest records."""
+def export_sample(sample_path: str, spec: ExportSpec, variance_ratio=None) -> dict:
+    """Writes the projector bundle, plot.html and plot.png; returns what the manifest records.
+    `variance_ratio` (each PC's share of the variance) labels the PCA axes."""
     table, info = read_sample(sample_path)
     if table.num_rows < 2:
         raise ValueError(f"{sample_path} holds {table.num_rows} records; the exports need 2")
     note = sampling_note(info)
     if info["size"] < info["of"]:
-        logging.warning("the projector and the plots show %s", note)
+        log(f"the projector and the plots show {note} (--sample)")
     names = pc_names(spec.components)
     pcs = np.column_stack([table.column(c).to_numpy() for c in names])
     bundle = projector.write_projector(
@@ -56,7 +57,7 @@ def export_sample(sample_path: str, spec: ExportSpec) -> dict:
 
     coords = compute_map(spec.method, pcs, spec.dims, spec.seed)
     colors = plots.coloring(table, spec.color_by)
-    axes = axis_labels(spec.method, spec.dims)
+    axes = axis_labels(spec.method, spec.dims, variance_ratio)
     heading = f"{spec.model} · {spec.pooling} · {map_title(spec.method, spec.components)}"
     fig = plots.scatter_figure(coords, table, colors,
                                f"{plots.escape(heading)}<br><sup>{plots.escape(note)}</sup>", axes)

@@ -1,26 +1,11 @@
-"""The follow-up job: exact PCA of the embedding job's output, projections, exports for people.
-
-    beam-embed pca --input EMBEDDINGS_DIR --output VIZ_DIR [options] [Beam options]
-
-One Beam pipeline reads the shards twice: a first pass fits (FitPca), a second projects every
-record (ProjectEmbeddings -> WriteProjections) and keeps a deterministic sample (SampleRows);
-then the launcher draws the sample. VIZ_DIR gets:
-
-    pca.npz                              the fit (reuse it with --fit)
-    projections-SSSSS-of-NNNNN.parquet   id, pc_1..pc_K, --columns
-    sample.parquet                       the sample behind the exports (its provenance inside)
-    projector/                           TensorBoard projector bundle
-    plot.html, plot.png                  interactive scatter, static image
-    manifest.json                        written last: its presence means the run finished
-
-Every option is checked before any data is read; unknown options go to Beam.
-"""
+"""The PCA job behind `beam-embed pca` (command.py parses its flags): every option checked
+against the manifest and the saved fit (make_plan), then one Beam pipeline that reads the shards
+twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
+WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
+sample (exports.py) and writes the manifest last."""
 
 from __future__ import annotations
 
-import argparse
-import logging
-import sys
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -34,45 +19,19 @@ from pipeline.common.manifest import (
     prepare_output,
     write_manifest,
 )
+from pipeline.common.quiet import import_tensorflow
 from pipeline.common.runners import runner_for
 from pipeline.pca.exports import ExportSpec, export_sample
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
+from pipeline.pca.limits import DEFAULT_COMPONENTS, PROJECTOR_LIMIT
 from pipeline.pca.maps import check_method, check_plot_packages
 from pipeline.pca.project import PROJECTIONS, ProjectEmbeddings, WriteProjections, projection_schema
-from pipeline.pca.projector import PROJECTOR_LIMIT
 from pipeline.pca.sample import SampleRows, write_sample
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", "plot.html",
            "plot.png", "projector/*")  # what --overwrite replaces; the manifest goes first
-DEFAULT_COMPONENTS, DEFAULT_SAMPLE = 50, 10_000
-
-
-def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
-    """(the job's options, the rest for Beam)."""
-    p = argparse.ArgumentParser(prog="beam-embed pca", description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, help="the embedding job's output folder")
-    p.add_argument("--output", required=True, help="folder for the fit, projections, exports")
-    p.add_argument("--pooling", help="pooling name or column (default: the manifest's first)")
-    p.add_argument("--components", type=int,
-                   help=f"K, the number of components (default {DEFAULT_COMPONENTS} or the width)")
-    p.add_argument("--format", help="parquet or tfrecord (default: parquet when listed)")
-    p.add_argument("--center", action=argparse.BooleanOptionalAction,
-                   help="subtract the mean before the fit (default: yes)")
-    p.add_argument("--whiten", action=argparse.BooleanOptionalAction,
-                   help="scale each coordinate to unit variance (default: no)")
-    p.add_argument("--fit", help="a saved pca.npz to apply instead of fitting")
-    p.add_argument("--columns", help="comma-separated columns to keep beside id and the PCs "
-                                     "(default: all; 'length' means num_tokens)")
-    p.add_argument("--color-by", default="source", help="a column, or 'length' (tokens)")
-    p.add_argument("--dims", type=int, choices=(2, 3), default=2, help="plot dimensions")
-    p.add_argument("--method", default="pca", help="plot map: pca, tsne or umap")
-    p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
-                   help=f"points in the projector and plots (at most {PROJECTOR_LIMIT:,})")
-    p.add_argument("--seed", type=int, default=0, help="sample and t-SNE/UMAP seed")
-    p.add_argument("--overwrite", action="store_true", help="replace a previous run's outputs")
-    return p.parse_known_args(argv)
 
 
 @dataclass(frozen=True)
@@ -177,8 +136,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
                                      plan.seed))
 
 
-def _manifest(plan: Plan, exports: dict) -> dict:
-    fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
+def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> dict:
     pattern = FileSystems.join(plan.output, f"{PROJECTIONS}-*-of-*.parquet")
     shards = sorted(m.path.rsplit("/", 1)[-1]
                     for m in FileSystems.match([pattern])[0].metadata_list)
@@ -192,21 +150,23 @@ def _manifest(plan: Plan, exports: dict) -> dict:
             "sample_file": SAMPLE_FILE, **exports}
 
 
-def main(argv=None) -> int:
-    """Runs the job; 2 on bad configuration (one line on stderr, before any data is read)."""
-    args, beam_args = parse_args(argv)
-    try:
-        plan = make_plan(args)
-        prepare_output(plan.output, OUTPUTS, args.overwrite)
-    except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
-        print(f"beam-embed pca: {e}", file=sys.stderr)
-        return 2
+def check(args) -> Plan:
+    """The plan, every option checked, and the output folder claimed: before any data is read."""
+    plan = make_plan(args)
+    prepare_output(plan.output, OUTPUTS, args.overwrite)
+    return plan
+
+
+def run(plan: Plan, beam_args: list[str]) -> dict:
+    """Fits, projects, samples, draws; returns the manifest it wrote last."""
+    if plan.fmt == "tfrecord":
+        import_tensorflow()  # TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
     with beam.Pipeline(runner=runner_for(options), options=options) as p:
         build_pipeline(p, plan)
-    exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports)
-    manifest = _manifest(plan, exports)
+    fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
+    exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
+                            fit.explained_variance_ratio)
+    manifest = _manifest(plan, fit, exports)
     write_manifest(plan.output, manifest)
-    logging.info("PCA of %s written to %s", plan.embeddings.folder, plan.output)
-    return 0
-
+    return manifest

@@ -66,8 +66,13 @@ def compute_map(method: str, coords: np.ndarray, dims: int, seed: int) -> np.nda
     return np.asarray(MAPS[method][0](coords, dims, seed), np.float64)
 
 
-def axis_labels(method: str, dims: int) -> list[str]:
-    return [f"{MAPS[method][1]}{i}" for i in range(1, dims + 1)]
+def axis_labels(method: str, dims: int, variance_ratio=None) -> list[str]:
+    """"PC1 (31.2% of variance)" for PCA axes when the ratios are known; "t-SNE 1" otherwise
+    (a non-linear map's axes have no variance share)."""
+    names = [f"{MAPS[method][1]}{i}" for i in range(1, dims + 1)]
+    if method != "pca" or variance_ratio is None:
+        return names
+    return [f"{name} ({ratio:.1%} of variance)" for name, ratio in zip(names, variance_ratio)]
 
 
 def map_title(method: str, components: int) -> str:

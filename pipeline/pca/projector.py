@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-PROJECTOR_LIMIT = 100_000
+from pipeline.pca.limits import PROJECTOR_LIMIT
+
 TENSORS, METADATA, CONFIG = "tensors.tsv", "metadata.tsv", "projector_config.pbtxt"
 
 

@@ -20,8 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from threadpoolctl import threadpool_limits
 
 from models.pooling import l2_normalize
-
-DEFAULT_BLOCK_ROWS = 16_384
+from pipeline.search.limits import DEFAULT_BLOCK_ROWS
 
 
 @dataclasses.dataclass(frozen=True)

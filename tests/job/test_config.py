@@ -24,7 +24,7 @@ def corpus(tmp_path):
     (["--format", "parquet,csv"], "unknown format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
     (["--long-text", "split"], "unknown --long-text 'split'; expected one of ['truncate', 'chunk']"),
     (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences']"),
-    (["--poolng", "mean"], "unknown flag '--poolng'; did you mean ['--pooling']"),
+    (["--poolng", "mean"], "unknown flag '--poolng'; did you mean --pooling?"),
     (["--max-seq-length", "0"], "--max-seq-length must be a positive integer, got 0"),
 ])
 def test_bad_flags_fail_before_reading(tiny_export, corpus, tmp_path, capsys, args, message):

@@ -10,8 +10,9 @@ import pytest
 from sklearn.decomposition import PCA
 
 from pipeline.common.manifest import prepare_output
-from pipeline.pca.command import OUTPUTS, main
+from pipeline.pca.command import main
 from pipeline.pca.fit import load_fit
+from pipeline.pca.job import OUTPUTS
 from tests.pca.fixtures import (
     WIDTH,
     assert_close,

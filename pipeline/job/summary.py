@@ -1,0 +1,78 @@
+"""The closing lines of a run, from its manifest: the counts, what was written where, why records
+were dead-lettered (the commonest reasons, and the file that lists them all), and what to run
+next."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.common.log import log
+from pipeline.common.manifest import MANIFEST
+
+REASONS_READ = 100_000  # dead letters read for the commonest reasons; the file has them all
+REASONS_SHOWN = 3
+DEFAULT_OUTPUT = "output/embeddings"
+
+
+def reason_group(reason: str) -> str:
+    """A reason without its particulars (numbers, parenthesized details), so alike ones count
+    together: "malformed JSON (Expecting value: line 1 column 1 (char 0))" -> "malformed JSON"."""
+    while True:
+        shorter = re.sub(r"\s*\([^()]*\)", "", reason)
+        if shorter == reason:
+            break
+        reason = shorter
+    return re.sub(r"\d+", "N", reason).strip()
+
+
+def top_reasons(output: str, files: list[str]) -> list[tuple[str, int]]:
+    """(reason, count) of the commonest dead-letter reasons (empty texts left out), from the
+    first REASONS_READ dead letters."""
+    counts, read = collections.Counter(), 0
+    for name in files:
+        with FileSystems.open(FileSystems.join(output, name)) as f:
+            for line in f:
+                if read >= REASONS_READ:
+                    return counts.most_common(REASONS_SHOWN)
+                read += 1
+                letter = json.loads(line)
+                if letter.get("kind") != "empty":
+                    counts[reason_group(letter.get("reason", "?"))] += 1
+    return counts.most_common(REASONS_SHOWN)
+
+
+def next_commands(output: str, metadata: list[str]) -> str:
+    """pca (coloured by the first metadata column when there is one) and search."""
+    viz = "output/viz" if output.rstrip("/") == DEFAULT_OUTPUT else f"{output.rstrip('/')}-viz"
+    color = f" --color-by {metadata[0]}" if metadata else ""
+    return (f"next: beam-embed pca --input {output} --output {viz}{color}   or   "
+            f'beam-embed search {output} "your query"')
+
+
+def summarize(output: str) -> int:
+    with FileSystems.open(FileSystems.join(output, MANIFEST)) as f:
+        manifest = json.load(f)
+    c = manifest["counts"]
+    files = manifest.get("files", {})
+    shards = ", ".join(f"{len(names)} {fmt}" for fmt, names in files.items())
+    log(f"done: read {c['read']}, embedded {c['embedded']} ({c['truncated']} truncated), skipped "
+        f"empty {c['skipped_empty']}, dead-lettered {c['dead_lettered']}, {c['tokens']} tokens in "
+        f"{manifest['wall_time_s']:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")
+    errors = manifest.get("errors_files", [])
+    if c["dead_lettered"]:
+        reasons = "; ".join(f"{n} x {r}" for r, n in top_reasons(output, errors))
+        where = FileSystems.join(output, errors[0] if len(errors) == 1 else "errors-*.jsonl")
+        log(f"dead-lettered {c['dead_lettered']}: {reasons} (every one, with its id and an "
+            f"excerpt, in {where})")
+    if c["embedded"]:
+        log(next_commands(output, manifest.get("metadata_columns", [])))
+    elif c["dead_lettered"]:
+        log("nothing was embedded: every record was dead-lettered (reasons above)")
+    else:
+        log("nothing was embedded: the input had no records with text (check --input and "
+            "--text_field)")
+    return 0

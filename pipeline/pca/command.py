@@ -1,0 +1,84 @@
+"""`beam-embed pca` / `python -m pipeline.pca`: exact PCA of the embedding job's output,
+projections of every record, and exports for people.
+
+    beam-embed pca --input EMBEDDINGS_DIR --output VIZ_DIR [options] [Beam options]
+
+VIZ_DIR gets:
+
+    pca.npz                              the fit (reuse it with --fit)
+    projections-SSSSS-of-NNNNN.parquet   id, pc_1..pc_K, --columns
+    sample.parquet                       the sample behind the exports (its provenance inside)
+    projector/                           TensorBoard projector bundle
+    plot.html, plot.png                  interactive scatter, static image
+    manifest.json                        written last: its presence means the run finished
+
+Flags are parsed here without Beam (so --help is instant); every option is checked before any
+data is read (job.py); options that are neither this job's nor Beam's are errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipeline.common.flags import CommandParser, check_beam_args
+from pipeline.common.log import log
+from pipeline.pca.limits import DEFAULT_COMPONENTS, DEFAULT_SAMPLE, PROJECTOR_LIMIT
+
+PROG = "beam-embed pca"
+
+
+def parser() -> CommandParser:
+    p = CommandParser(PROG, "\n\n".join(__doc__.split("\n\n")[i] for i in (0, 2, 3)),
+                      epilog="Beam's own options (--runner, --direct_num_workers, ...) pass "
+                             "through; `beam-embed run --help-beam` lists them.")
+    p.add_argument("--input", required=True, help="the embedding job's output folder")
+    p.add_argument("--output", required=True, help="folder for the fit, projections, exports")
+    p.add_argument("--pooling", help="pooling name or column (default: the manifest's first)")
+    p.add_argument("--components", type=int,
+                   help=f"K, the number of components (default {DEFAULT_COMPONENTS} or the width)")
+    p.add_argument("--format", help="parquet or tfrecord (default: parquet when listed)")
+    p.add_argument("--center", action=argparse.BooleanOptionalAction,
+                   help="subtract the mean before the fit (default: yes)")
+    p.add_argument("--whiten", action=argparse.BooleanOptionalAction,
+                   help="scale each coordinate to unit variance (default: no)")
+    p.add_argument("--fit", help="a saved pca.npz to apply instead of fitting")
+    p.add_argument("--columns", help="comma-separated columns to keep beside id and the PCs "
+                                     "(default: all; 'length' means num_tokens)")
+    p.add_argument("--color-by", default="source", help="a column, or 'length' (tokens)")
+    p.add_argument("--dims", type=int, choices=(2, 3), default=2, help="plot dimensions")
+    p.add_argument("--method", default="pca", help="plot map: pca, tsne or umap")
+    p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
+                   help=f"points in the projector and plots (at most {PROJECTOR_LIMIT:,})")
+    p.add_argument("--seed", type=int, default=0, help="sample and t-SNE/UMAP seed")
+    p.add_argument("--overwrite", action="store_true", help="replace a previous run's outputs")
+    return p
+
+
+def parse_args(argv=None):
+    """(the job's options, the rest for Beam); a FlagError on a flag neither takes."""
+    p = parser()
+    args, rest = p.parse(sys.argv[1:] if argv is None else list(argv), passthrough=True)
+    return args, check_beam_args(rest, p.known_flags(), PROG)
+
+
+def main(argv=None) -> int:
+    """Runs the job; 2 on bad configuration (one line on stderr, before any data is read)."""
+    try:
+        args, beam_args = parse_args(argv)
+        from pipeline.pca.job import check
+
+        plan = check(args)
+    except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    from pipeline.pca.job import run
+
+    manifest = run(plan, beam_args)
+    shards = len(manifest["projections"]["files"])
+    log(f"done: PCA-{manifest['fit']['components']} of {manifest['projections']['rows']} records "
+        f"-> {plan.output} (plot.html, plot.png, projector/, pca.npz, {shards} projection "
+        f"shard(s), manifest.json)")
+    log(f"next: open {plan.output}/plot.html in a browser   or   "
+        f"tensorboard --logdir {plan.output}/projector")
+    return 0

@@ -1,0 +1,82 @@
+"""What search needs of a finished run (its manifest, one pooling column, its Parquet shards),
+the query embedder built from the run's own model settings (checked by fingerprint), and the
+blocks of stored vectors to score: from the shards, or from the search index."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipeline.common.manifest import PoolingColumn, fingerprint, load_embedding_set
+from pipeline.search.index import building, index_blocks, open_index
+from pipeline.search.scan import parquet_blocks
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """What search needs of a finished run: one pooling column in its Parquet shards."""
+
+    folder: str
+    model: dict
+    pooling: PoolingColumn
+    shards: list[str]
+    has_text: bool
+    finished_at: str
+
+
+def load_corpus(folder: str, pooling: str | None) -> Corpus:
+    found = load_embedding_set(folder)
+    chosen = found.pooling(pooling)
+    shards = found.files.get("parquet")
+    if not shards:
+        raise ValueError(f"{found.manifest_path} lists no Parquet shards (formats "
+                         f"{sorted(found.files)}); search reads Parquet: rerun the job with "
+                         "--format parquet")
+    return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at)
+
+
+def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
+    """(kind, encoder, preprocessor) of the model that embedded the corpus, checked by
+    fingerprint: a different model's vectors are not comparable with the stored ones."""
+    from models.presets import resolve
+
+    recorded, m = corpus.model["fingerprint"], corpus.model
+    if model is not None:
+        spec = resolve(model)
+        found = fingerprint(spec.encoder, spec.preprocessor)
+        if found != recorded:
+            raise ValueError(
+                f"--model {model!r} is {spec.name} (fingerprint {found}), but {corpus.folder} was "
+                f"embedded with {m['name']} (fingerprint {recorded}); a query must be embedded "
+                "with the model of the stored vectors")
+        return spec.kind, spec.encoder, spec.preprocessor
+    found = fingerprint(m["encoder"], m["preprocessor"])
+    if found != recorded:
+        raise ValueError(
+            f"the model {m['name']} at {m['encoder']!r} is missing or changed since "
+            f"{corpus.folder} was embedded (fingerprint {found}, manifest {recorded}); pass "
+            "--model with a copy of the original model")
+    return m["kind"], m["encoder"], m["preprocessor"]
+
+
+def build_embedder(corpus: Corpus, model: str | None):
+    """The run's own encoder settings, for embedding queries."""
+    from models.spec import encoder_spec
+
+    kind, encoder, preprocessor = query_handles(corpus, model)
+    p, m = corpus.pooling, corpus.model
+    return encoder_spec(encoder=encoder, preprocessor=preprocessor, kind=kind,
+                        max_seq_length=m["max_seq_length"], poolings=(p.name,),
+                        normalize=p.normalize, long_text=m.get("long_text", "truncate"),
+                        name=m.get("name")).build()
+
+
+def blocks(corpus: Corpus, use_index: bool, block_rows: int):
+    """(vector blocks in scan order, where they come from, for the log line)."""
+    p = corpus.pooling
+    if not use_index:
+        return (parquet_blocks(corpus.shards, p.column, p.width, block_rows),
+                f"{len(corpus.shards)} Parquet shard(s)")
+    index = open_index(corpus)
+    if index is None:
+        return building(corpus, block_rows), "Parquet, building the search index"
+    return index_blocks(index, block_rows), "the search index"

@@ -1,0 +1,6 @@
+"""The numbers search's flags default to, in a module that imports nothing: `beam-embed search
+--help` shows them without loading Beam, pyarrow or numpy."""
+
+DEFAULT_K = 10
+DEFAULT_BLOCK_ROWS = 16_384  # records scored per block: the scan's memory bound
+DEFAULT_MAX_CHARS = 300
