@@ -3,8 +3,8 @@
     beam-embed tokens "The BRCA1 p.V600E mutation" [MORE TEXT ...] --model minilm \
         --model bert-base-uncased [--json]
 
-For each text: one row per word, each model's WordPieces side by side, then pieces per word and
-[UNK]s per model. Then the vocabularies: size, share of entries with a digit, share of `##`
+For each text: one row per word (as written in the text), each model's WordPieces side by side,
+then pieces per word and [UNK]s per model. Then the vocabularies: size, share of entries with a digit, share of `##`
 continuation pieces, and the overlap of every two models. Only the tokenizers are loaded where
 the model allows (a TF-Hub BERT preprocessor and the vocab.txt inside it; a TF1 Hub BERT
 module's own vocabulary, which needs the module loaded).
@@ -64,9 +64,30 @@ def vocab_stats(tokenizers: list[Tokenizer]) -> dict:
     return {"models": per_model, "overlap": overlap}
 
 
+def text_words(text: str) -> list[str]:
+    """The text's words as written, split the way BERT's basic tokenizer splits them (spaces,
+    punctuation and CJK characters), case and accents kept."""
+    import tensorflow as tf
+    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+
+    words = BasicTokenizer(lower_case=False, normalization_form=None).tokenize(tf.constant([text]))
+    return [w.decode("utf-8") for w in words.to_list()[0]]
+
+
+def word_labels(text: str, split: dict[str, list[list[str]]]) -> list[str]:
+    """One label per row of the side-by-side table: the word as written in the text when every
+    model found the same number of words (a model's preprocessor may drop control characters or
+    join differently); else the first model's pieces joined, `##` removed."""
+    words = text_words(text)
+    if all(len(w) == len(words) for w in split.values()):
+        return words
+    longest = max(split.values(), key=len)
+    return ["".join(p[2:] if p.startswith("##") else p for p in word) for word in longest]
+
+
 def compare(text: str, tokenizers: list[Tokenizer]) -> dict:
     split = {t.label: t.words(text) for t in tokenizers}
-    return {"text": text, "words": split,
+    return {"text": text, "labels": word_labels(text, split), "words": split,
             "stats": {label: {"words": len(w), "pieces": sum(map(len, w)),
                               "pieces_per_word": sum(map(len, w)) / max(len(w), 1),
                               "unknown": sum(p == UNKNOWN for word in w for p in word)}
@@ -86,8 +107,9 @@ def format_report(texts: list[dict], vocab: dict) -> str:
     blocks = []
     for item in texts:
         labels = list(item["words"])
-        rows = [[str(i)] + [" ".join(w) if w else "" for w in words]
-                for i, words in enumerate(itertools.zip_longest(*item["words"].values()), 1)]
+        rows = [[label] + [" ".join(w) if w else "" for w in words]
+                for label, words in zip(item["labels"],
+                                        itertools.zip_longest(*item["words"].values()))]
         stats = [[label, str(s["words"]), str(s["pieces"]), f"{s['pieces_per_word']:.2f}",
                   str(s["unknown"])] for label, s in item["stats"].items()]
         blocks.append(f"text: {item['text']}\n{_table(['word', *labels], rows)}\n\n"

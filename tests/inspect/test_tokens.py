@@ -32,6 +32,10 @@ def test_side_by_side_pieces_and_vocabulary_numbers(tiny_export, minilm_export,
     got = first["words"][minilm_export]
     assert [p for word in got for p in word] == want.tokens
     assert len(got) == len(set(want.word_ids))
+    spans = {}  # word -> (first offset, last offset) in the text, from Hugging Face
+    for word, (start, end) in zip(want.word_ids, want.offsets):
+        spans[word] = (spans.get(word, (start, end))[0], end)
+    assert first["labels"] == [TEXT[a:b] for a, b in spans.values()]  # words as written
     assert first["words"][tiny_export][-3:] == [["cat", "##s"], ["sat"], ["!"]]
     stats = first["stats"][tiny_export]
     assert stats["unknown"] == sum(p == "[UNK]" for w in first["words"][tiny_export] for p in w)
@@ -50,11 +54,14 @@ def test_side_by_side_pieces_and_vocabulary_numbers(tiny_export, minilm_export,
     assert overlap["share_of_second"] == pytest.approx(len(tiny & minilm) / len(minilm))
 
 
-def test_table_output(tiny_export, capsys):
-    assert cli(["tokens", "the cats sat", "--model", tiny_export]) == 0
+def test_table_output_shows_the_words_as_written(tiny_export, capsys):
+    assert cli(["tokens", "The cats sat!", "--model", tiny_export]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("text: the cats sat\nword  " + tiny_export)
-    assert "2     cat ##s" in out and "vocabulary" in out and "overlap" not in out
+    assert out.startswith("text: The cats sat!\nword  " + tiny_export)
+    rows = out.split("\n\n")[0].splitlines()[3:]
+    assert [r.split()[0] for r in rows] == ["The", "cats", "sat", "!"]
+    assert rows[1].split()[1:] == ["cat", "##s"]
+    assert "vocabulary" in out and "overlap" not in out
 
 
 def test_bad_models_fail_with_clear_errors(capsys):
