@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-MAX_CATEGORIES = 20  # the most frequent ones; the rest are drawn as OTHER
-OTHER = "(other)"
+MAX_CATEGORIES = 10  # the 9 most frequent values get their own colour; the rest are OTHER
+OTHER, OTHER_COLOR = "(other)", "#c7c7c7"
 HOVER_CHARS, HOVER_WIDTH = 300, 80
 WEBGL_ABOVE = 5000
 
@@ -40,6 +40,23 @@ class Coloring:
     def categorical(self) -> bool:
         return bool(self.categories)
 
+    def colors(self) -> dict[str, str]:
+        """category -> hex colour, the same in the HTML and the PNG: the most frequent first,
+        through PALETTE; OTHER light grey."""
+        named = [c for c in self.categories if c != OTHER]
+        return {**dict(zip(named, palette())), **({OTHER: OTHER_COLOR} if OTHER in
+                                                     self.categories else {})}
+
+
+def palette() -> list[str]:
+    """Matplotlib's tab10 (Tableau's ten distinct hues, also plotly's D3) without its grey,
+    which OTHER uses: nine colours no two of which are shades of one hue."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    tab10 = [to_hex(c) for c in colormaps["tab10"].colors]
+    return [c for c in tab10 if c != "#7f7f7f"]
+
 
 def coloring(table: pa.Table, color_by: str) -> Coloring:
     """`color_by` is a column of `table`, or "length" (the record's number of tokens)."""
@@ -51,7 +68,7 @@ def coloring(table: pa.Table, color_by: str) -> Coloring:
     values = np.array(pc.cast(values, pa.string()).fill_null("(none)").to_pylist(), object)
     names, counts = np.unique(values, return_counts=True)
     names = names[np.argsort(-counts, kind="stable")]
-    if len(names) > MAX_CATEGORIES:
+    if len(names) >= MAX_CATEGORIES:  # one colour per value up to 9 values
         names = names[:MAX_CATEGORIES - 1]
         values = np.where(np.isin(values, names), values, OTHER)
         names = np.append(names, OTHER)
@@ -89,10 +106,13 @@ def scatter_figure(coords: np.ndarray, table: pa.Table, colors: Coloring, title:
         trace_type = go.Scattergl if len(coords) > WEBGL_ABOVE else go.Scatter
     groups = ([(c, colors.values == c) for c in colors.categories] if colors.categorical
               else [(None, np.ones(len(coords), bool))])
+    by_name = colors.colors()
     traces = []
     for name, mask in groups:
         marker = {"size": 4 if dims == 3 else 6, "opacity": 0.8}
-        if not colors.categorical:
+        if colors.categorical:
+            marker["color"] = by_name[name]
+        else:
             marker.update(color=colors.values, colorscale="Viridis", showscale=True,
                           colorbar={"title": {"text": escape(colors.label)}})
         xyz = dict(zip("xyz", coords[mask].T))
@@ -120,16 +140,13 @@ def write_html(fig, path: str) -> None:
 def write_png(coords: np.ndarray, colors: Coloring, title: str, axes: list[str],
               path: str) -> None:
     """The same scatter, drawn by matplotlib (no browser needed)."""
-    from matplotlib import colormaps
     from matplotlib.figure import Figure
 
     dims = coords.shape[1]
     fig = Figure(figsize=(10, 8), dpi=110, layout="tight")
     ax = fig.add_subplot(projection="3d" if dims == 3 else None)
     if colors.categorical:
-        palette = colormaps["tab20"]
-        for i, name in enumerate(colors.categories):
-            color = "lightgrey" if name == OTHER else palette(i % 20)
+        for name, color in colors.colors().items():
             ax.scatter(*coords[colors.values == name].T, s=6, color=color, label=name)
         ax.legend(title=colors.label, fontsize="small", markerscale=2)
     else:

@@ -68,3 +68,29 @@ def test_png_is_a_picture_of_the_points(tmp_path):
         pixels = np.asarray(image).reshape(-1, 3).astype(int)
         coloured = (pixels.max(axis=1) - pixels.min(axis=1)) > 60  # not white, grey or black
         assert coloured.sum() > 500
+
+
+def test_one_palette_for_html_and_png(tmp_path):
+    table = _table(300, categories=12)  # 12 values: 9 colours, then OTHER
+    colors = plots.coloring(table, "source")
+    by_name = colors.colors()
+    assert list(by_name) == list(colors.categories) and by_name[plots.OTHER] == plots.OTHER_COLOR
+    named = [c for c in colors.categories if c != plots.OTHER]
+    assert len(named) == plots.MAX_CATEGORIES - 1 and len(set(by_name.values())) == len(by_name)
+    x, _ = clustered_matrix(300, width=2)
+    fig = plots.scatter_figure(x, table, colors, "t", ["a", "b"])
+    assert {t.name: t.marker.color for t in fig.data} == by_name  # the HTML's colours
+
+    path = tmp_path / "plot.png"
+    plots.write_png(x, colors, "t", ["a", "b"], str(path))
+    pixels = {tuple(p) for p in np.asarray(Image.open(path).convert("RGB")).reshape(-1, 3)}
+    for colour in by_name.values():  # each drawn in the PNG exactly as in the HTML
+        assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in pixels, colour
+
+
+def test_palette_colours_are_far_apart():
+    rgb = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in plots.palette()], float)
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=2)[np.triu_indices(len(rgb), 1)]
+    assert len(rgb) == plots.MAX_CATEGORIES - 1 and gaps.min() > 70  # tab20 shade pairs: 46
+    grey = np.array([int(plots.OTHER_COLOR[i:i + 2], 16) for i in (1, 3, 5)], float)
+    assert np.linalg.norm(rgb - grey, axis=1).min() > 70
