@@ -1,0 +1,122 @@
+"""The README as a new user follows it: `make run`'s command, then every block marked
+`<!-- runs offline -->` exactly as written, in a fresh folder; the "Reading the output" snippets
+on that run and on a run with another model, pooling and no metadata; no link outside the
+repository."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+
+import pytest
+
+from pipeline.cli import main as cli
+from tests.job_helpers import parquet_rows, run_job, write_lines
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARK = "<!-- runs offline -->"
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def offline_commands() -> list[str]:
+    """Each command of the marked bash blocks, continuation lines joined, in README order."""
+    blocks = re.findall(re.escape(MARK) + r"\n```bash\n(.*?)```", _read("README.md"), re.S)
+    lines = [line for b in blocks for line in b.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def make_run() -> list[str]:
+    """`make run`'s command line from the Makefile, without the venv path and $(ARGS)."""
+    recipe = re.search(r"^run:.*\n\t(.*)$", _read("Makefile"), re.M).group(1)
+    words = shlex.split(recipe.replace("$(ARGS)", ""))
+    assert words[0] == "$(VENV)/bin/beam-embed"
+    return words[1:]
+
+
+def snippets() -> list[str]:
+    section = _read("README.md").split("## Reading the output", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """A fresh folder after `make run`: the sample corpus embedded with the default model."""
+    folder = tmp_path_factory.mktemp("clone")
+    patch = pytest.MonkeyPatch()
+    patch.chdir(folder)
+    patch.setenv("BEAM_EMBED_CACHE", str(folder / "cache"))  # MiniLM exported on first use
+    assert cli(make_run()) == 0
+    yield folder
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def other_run(tiny_export, tmp_path_factory):
+    """Another model and pooling, text input, no id or metadata fields."""
+    folder = tmp_path_factory.mktemp("other")
+    texts = ["the cat sat on the mat", "a dog ran", "the river bank", "money is big", "play"]
+    corpus = write_lines(str(folder / "c.txt"), texts)
+    run_job(str(folder / "output" / "embeddings"), "--input", corpus, "--model", tiny_export,
+            "--pooling", "cls")
+    return folder
+
+
+def test_the_marked_blocks_hold_the_next_five_minutes():
+    commands = [shlex.split(c)[1] for c in offline_commands()]
+    assert commands[:4] == ["pca", "search", "eval", "tokens"] and "similarity" in commands
+
+
+def test_offline_commands_run_as_written(clone, capsys):
+    out = {}
+    for command in offline_commands():
+        argv = shlex.split(command)
+        assert argv[0] == "beam-embed", command
+        assert cli(argv[1:]) == 0, command
+        out[command] = capsys.readouterr()
+        assert "Traceback" not in out[command].err, command
+    assert (clone / "output" / "viz" / "plot.html").stat().st_size > 0
+    assert (clone / "output" / "viz" / "plot.png").stat().st_size > 0
+    by_name = {}  # each command's first use: the five minutes' block
+    for command, captured in out.items():
+        by_name.setdefault(shlex.split(command)[1], captured.out)
+    # the five sentences closest to "interest rates and inflation" are all about finance
+    hits = re.findall(r"^\s+\d\. [\d.]+\s+(\S+)", by_name["search"], re.M)
+    assert len(hits) >= 5 and all(h.startswith("finance-") for h in hits[:5])
+    row = by_name["eval"].splitlines()[2].split()  # minilm  mean  300  spearman  pearson
+    assert row[:3] == ["minilm", "mean", "300"] and float(row[3]) > 0.7
+    assert by_name["tokens"].splitlines()[3].split()[0] == "The"
+    assert "cell" in by_name["similarity"]
+
+
+@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("run", ["clone", "other_run"])
+def test_reading_the_output_snippets_work_on_any_run(run, index, request, capsys, monkeypatch):
+    folder = request.getfixturevalue(run)
+    monkeypatch.chdir(folder)
+    rows = parquet_rows("output/embeddings")
+    width = len(next(iter(rows.values()))["mean" if run == "clone" else "cls"])
+    assert len(snippets()) == 3
+    exec(compile(snippets()[index], f"README snippet {index}", "exec"), {})
+    printed = capsys.readouterr().out
+    expected = [f"({len(rows)}, {width})", repr(min(rows)),
+                f"({min(len(rows), 64)},) ({min(len(rows), 64)}, {width})"][index]
+    assert expected in printed
+
+
+def test_docs_point_at_nothing_outside_the_repository():
+    for name in ["README.md", *glob.glob("docs/*.md", root_dir=ROOT)]:
+        text = _read(name)
+        assert not re.search(r"(^|[\s(`'\"=])\.\./", text, re.M), name  # a path going up
+        assert "/work/" not in text, name
+        for target in re.findall(r"\]\(([^)#]+)\)", text):
+            if not target.startswith("http"):
+                path = os.path.join(ROOT, os.path.dirname(name), target)
+                assert os.path.exists(path), f"{name} links to missing {target}"
