@@ -26,8 +26,11 @@ def _cli(cwd, *argv: str) -> subprocess.CompletedProcess:
                           text=True, cwd=cwd, env=env, timeout=600)
 
 
-def test_run_on_the_sample_prints_only_its_own_lines(tiny_export, tmp_path):
-    out = _cli(tmp_path, "run", "--model", tiny_export, "--progress_every", "0")
+@pytest.mark.parametrize("workers", [[], ["--direct_num_workers=2",
+                                          "--direct_running_mode=multi_processing"]])
+def test_run_on_the_sample_prints_only_its_own_lines(tiny_export, tmp_path, workers):
+    """In-process (`make run`), and with worker processes, whose lines Beam forwards."""
+    out = _cli(tmp_path, "run", "--model", tiny_export, "--progress_every", "0", *workers)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert lines and all(OWN_LINE.match(line) for line in lines), out.stderr

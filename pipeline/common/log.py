@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
+
 
 def log(message: str) -> None:
     print(f"[beam-embed {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -14,8 +16,8 @@ def log(message: str) -> None:
 def set_verbose(on: bool = True) -> None:
     """`-v`/`--verbose`: library log lines and full tracebacks are shown (also when the
     BEAM_EMBED_VERBOSE environment variable is set to 1)."""
-    os.environ["BEAM_EMBED_VERBOSE"] = "1" if on else "0"
+    os.environ[VERBOSE_ENV] = "1" if on else "0"
 
 
 def is_verbose() -> bool:
-    return os.environ.get("BEAM_EMBED_VERBOSE", "0") not in ("", "0", "false", "no")
+    return os.environ.get(VERBOSE_ENV, "0") not in ("", "0", "false", "no")

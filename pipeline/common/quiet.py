@@ -16,22 +16,27 @@ import os
 import sys
 import warnings
 
-from pipeline.common.log import is_verbose, set_verbose
+from pipeline.common.log import VERBOSE_ENV, is_verbose, set_verbose
 
 # TF_CPP_MIN_LOG_LEVEL 3 also drops "failed call to cuInit" (an ERROR line on every machine
 # without a GPU); real failures still reach the user as Python exceptions.
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
 QUIET_LOGGERS = ("tensorflow", "absl", "tf_keras", "keras", "h5py")
-# Known harmless lines that libraries log on the root logger. Beam 2.77's RunInference imports
-# `resource` together with a module that needs PyTorch, so without PyTorch it warns that it
-# cannot read memory use, once per batch.
-HARMLESS = ("Resource module is not available for current platform",)
+# Known harmless lines that libraries log, in the launcher or forwarded from local worker
+# processes. Beam 2.77's RunInference imports `resource` together with a module that needs
+# PyTorch, so without PyTorch it warns that it cannot read memory use, once per batch; its
+# multi-process workers warn that they have no semi-persistent directory, which only Dataflow
+# gives them.
+HARMLESS = ("Resource module is not available for current platform",
+            "No semi_persistent_directory found")
+FORWARDING_LOGGERS = ("", "apache_beam.runners.portability.local_job_service")
 LIBRARIES = r"(tensorflow|tf_keras|keras|tensorflow_hub|tensorflow_text|apache_beam|google)"
 
 
 class _DropHarmless(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(HARMLESS)
+        message = record.getMessage()
+        return not any(h in message for h in HARMLESS)
 
 
 def verbose_requested(argv) -> bool:
@@ -48,9 +53,10 @@ def configure(verbose: bool) -> None:
         os.environ.setdefault(key, value)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
-    root = logging.getLogger()
-    if not any(isinstance(f, _DropHarmless) for f in root.filters):
-        root.addFilter(_DropHarmless())
+    for name in FORWARDING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropHarmless) for f in logger.filters):
+            logger.addFilter(_DropHarmless())
     warnings.filterwarnings("ignore", module=LIBRARIES)
 
 
@@ -70,9 +76,11 @@ def stderr_silenced():
 
 
 def import_tensorflow() -> None:
-    """Loads TensorFlow (and tensorflow-text) now, without its start-up lines unless verbose.
-    Commands call it once their flags are checked, before anything else imports TensorFlow."""
-    if "tensorflow" in sys.modules or is_verbose():
+    """Loads TensorFlow (and tensorflow-text) now, without its start-up lines when a command
+    asked for quiet (`configure(False)`; local worker processes inherit it through the
+    environment; elsewhere, on Dataflow say, TensorFlow loads as usual). Commands call it once
+    their flags are checked, the job's model handler before it loads the model."""
+    if "tensorflow" in sys.modules or os.environ.get(VERBOSE_ENV) != "0":
         return
     with stderr_silenced():
         import tensorflow  # noqa: F401

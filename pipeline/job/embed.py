@@ -23,6 +23,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from models.spec import EncoderSpec
 from pipeline.common.log import log
+from pipeline.common.quiet import import_tensorflow
 from pipeline.common.records import DeadLetter, EmbeddedBatch, Record
 from pipeline.job.batching import SortAndBatchWindows
 from pipeline.job.sources import NAMESPACE
@@ -114,6 +115,7 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         self._pool = None
 
     def load_model(self):
+        import_tensorflow()  # local worker processes inherit the launcher's quiet setting
         return self._spec.build()
 
     def batch_elements_kwargs(self):
