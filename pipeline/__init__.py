@@ -1,13 +1,15 @@
 """beam-embed's commands, one package each, above the pieces they share.
 
-    cli.py      `beam-embed` dispatch only: imports the command it runs
+    cli.py      `beam-embed` dispatch: the command list, --version; imports the command it runs
     job/        the embedding job (`run`; `python -m pipeline.run` stays its entry point)
     pca/        the follow-up job (`pca`; also `python -m pipeline.pca`)
     search/     `search`          evaluate/   `eval`
     inspect/    `tokens`, `similarity`        export/     `export-model`
     dataflow/   launching elsewhere: dry run, offline Dataflow job, shipping check
-    common/     records, manifest, log lines, runners
+    common/     records, manifest, flag parsing, log lines and quiet libraries, runners,
+                the sample corpus
 
 Who may import whom (the .importlinter contract, checked in CI): cli -> commands (never each
-other) -> dataflow -> common -> models. Nothing here imports TensorFlow at module import time.
+other) -> dataflow -> common -> models. Nothing here imports TensorFlow at module import time,
+and each command's command.py parses its flags before importing Beam or numpy (fast --help).
 """
