@@ -13,7 +13,7 @@ import argparse
 import difflib
 
 VERBOSE_HELP = "show library log lines and full tracebacks (or set BEAM_EMBED_VERBOSE=1)"
-SPELLING_NOTE = "Flags take either spelling: --color-by or --color_by."
+SPELLING_NOTE = "Flags take either spelling: --some-flag or --some_flag."
 
 
 class FlagError(ValueError):
@@ -60,7 +60,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or "default" in text or default in (None, False, [], "")
+        if ("default" in text or default is None or default is False or default in ([], "")
                 or default is argparse.SUPPRESS or not action.option_strings):
             return text
         return f"{text} (default: %(default)s)"
