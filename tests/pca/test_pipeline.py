@@ -166,6 +166,7 @@ def test_flags_that_disagree_with_a_saved_fit_are_refused(capsys, tmp_path):
     x, table = _table(n=100, seed=6)
     write_embeddings(str(tmp_path / "emb"), table, shards=1)
     _run(tmp_path / "emb", tmp_path / "fit", "--components", "3")
+    capsys.readouterr()  # the fit's closing lines
     saved = str(tmp_path / "fit/pca.npz")
     err = _refused(capsys, tmp_path / "emb", tmp_path / "viz", "--fit", saved, "--components", "4")
     assert re.search(r"--components 4 disagrees with --fit .*components=3", err)
