@@ -17,6 +17,7 @@ import json
 import sys
 import time
 
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.log import log
 from pipeline.common.quiet import import_tensorflow
@@ -96,6 +97,7 @@ def format_table(rows: list[dict]) -> str:
     return "\n\n".join(blocks)
 
 
+@one_line_errors("beam-embed eval")
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else list(argv))

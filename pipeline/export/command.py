@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser, FlagError
 from pipeline.common.quiet import import_tensorflow
 
@@ -30,6 +31,7 @@ def parser() -> CommandParser:
     return p
 
 
+@one_line_errors("beam-embed export-model")
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.quiet import import_tensorflow
 
@@ -76,6 +77,7 @@ def parser() -> CommandParser:
     return p
 
 
+@one_line_errors("beam-embed similarity")
 def main(argv: list[str] | None = None) -> int:
     report, blocks = {}, []
     try:

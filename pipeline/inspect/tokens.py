@@ -17,6 +17,7 @@ import itertools
 import json
 import sys
 
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.quiet import import_tensorflow
 
@@ -136,6 +137,7 @@ def parser() -> CommandParser:
     return p
 
 
+@one_line_errors("beam-embed tokens")
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     try:

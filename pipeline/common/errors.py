@@ -1,0 +1,124 @@
+"""Errors as one line on stderr: what every command prints instead of a traceback.
+
+A command's `main` is wrapped in `one_line_errors(prog)`: an OS, Arrow, TensorFlow, YAML or Beam
+error becomes `prog: <cause> (<file>)` and exit code FAILED (or the code the error carries);
+`-v`/`--verbose` (pipeline.common.log) or `--debug` adds the full traceback. Beam re-raises a
+step's error wrapped in its own (with "[while running 'Step']"), so the line is made from the
+innermost cause, plus the step's name.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import sys
+import traceback
+
+from pipeline.common import exits
+from pipeline.common.log import is_verbose, set_verbose
+
+DEBUG_FLAG = "--debug"
+_STEP = re.compile(r"\[while running '([^']+)'\]")
+# Beam logs a failing step's traceback before re-raising it; the one line says it already.
+_BEAM_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker.sdk_worker",
+                       "apache_beam.runners.portability.fn_api_runner.fn_runner")
+
+
+class CommandError(Exception):
+    """An error whose message is already the one line to print, with its exit code."""
+
+    def __init__(self, message: str, code: int = exits.FAILED):
+        super().__init__(message)
+        self.code = code
+
+
+class IncompleteInput(CommandError):
+    """A file a command reads is missing, cut short or damaged; the message names it."""
+
+    def __init__(self, message: str):
+        super().__init__(message, exits.INCOMPLETE_INPUT)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and its causes, outermost first (each exception once)."""
+    seen: list[BaseException] = []
+    while exc is not None and all(exc is not s for s in seen):
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _describe(exc: BaseException) -> str:
+    """One exception's own message, with the file it names."""
+    if isinstance(exc, OSError) and exc.strerror:
+        files = [f for f in (exc.filename, exc.filename2) if f]
+        return exc.strerror + (f": {' -> '.join(map(str, files))}" if files else "")
+    message = getattr(exc, "message", None)  # TensorFlow's OpError keeps its own text here
+    text = str(message if isinstance(message, str) and message else exc).strip()
+    text = _STEP.sub("", text).strip()
+    if not text:
+        return type(exc).__name__
+    if hasattr(exc, "problem_mark"):  # YAML: "while parsing ... line 3, column 5 ..."
+        return " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return text.splitlines()[0].strip()
+
+
+def one_line(exc: BaseException) -> str:
+    """The message to print for `exc`: ours when we raised one, else the innermost cause, plus
+    the Beam step it happened in."""
+    chain = _chain(exc)
+    ours = [e for e in chain if isinstance(e, CommandError)]
+    cause = ours[-1] if ours else chain[-1]
+    text = _describe(cause)
+    if not ours and not isinstance(cause, (OSError, EOFError)) and type(cause).__name__ not in text:
+        text = f"{type(cause).__name__}: {text}"
+    if ours:  # our message says everything already
+        return text
+    step = next((m.group(1) for e in chain for m in [_STEP.search(str(e))] if m), None)
+    return text + (f" (in step {step})" if step else "")
+
+
+def exit_code(exc: BaseException) -> int:
+    return next((e.code for e in _chain(exc) if isinstance(e, CommandError)), exits.FAILED)
+
+
+def report(prog: str, exc: BaseException) -> int:
+    """Prints `exc` as one line (the traceback too when verbose); returns its exit code."""
+    if is_verbose():
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{prog}: {one_line(exc)}", file=sys.stderr, flush=True)
+    return exit_code(exc)
+
+
+def take_debug_flag(argv: list[str]) -> list[str]:
+    """`--debug` is `--verbose` for errors: removed from argv, it turns on tracebacks."""
+    if DEBUG_FLAG in argv:
+        set_verbose(True)
+    return [a for a in argv if a != DEBUG_FLAG]
+
+
+def one_line_errors(prog: str):
+    """Decorates a command's main(argv) -> exit code: every uncaught error is one line."""
+
+    def wrap(main):
+        @functools.wraps(main)
+        def wrapped(argv=None):
+            argv = take_debug_flag(sys.argv[1:] if argv is None else list(argv))
+            quieted = [] if is_verbose() else [logging.getLogger(n) for n in _BEAM_ERROR_LOGGERS]
+            levels = [(log, log.level) for log in quieted]
+            for log in quieted:
+                log.setLevel(logging.CRITICAL)
+            try:
+                return main(argv)
+            except KeyboardInterrupt:
+                print(f"{prog}: interrupted", file=sys.stderr)
+                return 130
+            except Exception as e:  # every error ends here as one line  # noqa: BLE001
+                return report(prog, e)
+            finally:
+                for log, level in levels:
+                    log.setLevel(level)
+        return wrapped
+
+    return wrap

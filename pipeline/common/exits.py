@@ -1,0 +1,13 @@
+"""The exit codes every command returns (the README's job section has them as a table).
+
+Scripts and schedulers branch on these, so each means one thing across commands: a run that
+finished with records missing, or with nothing embedded, never exits 0.
+"""
+
+OK = 0  # finished; every record accounted for
+FAILED = 1  # stopped by an error (disk full, an unreadable output, ...): one line names it
+BAD_CONFIG = 2  # a flag, config key, model or limit is wrong: refused before any data is read
+INCOMPLETE_INPUT = 3  # an input file ends early or is corrupt (run: finished, the rest of that
+#                      file is a dead letter; pca/search: a shard is missing or damaged)
+NOTHING_EMBEDDED = 4  # run: finished, but no record was embedded (all empty or dead-lettered)
+OUTPUT_BUSY = 5  # run: another run holds the output folder (or a killed one left its claim)
