@@ -8,6 +8,7 @@ once, for every command.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from models.hub_loader import is_remote
 from pipeline.common.choices import FORMATS
+from pipeline.common.errors import one_line
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -58,14 +60,27 @@ def refuse_previous_run(folder: str, patterns, overwrite: bool, flag: str = "--o
     return existing
 
 
+def make_folder(folder: str, flag: str = "--output") -> bool:
+    """Creates `folder` (and its parents) unless it exists; whether it did. A ValueError in one
+    line when it cannot be."""
+    try:
+        if FileSystems.exists(folder):
+            return False
+        FileSystems.mkdirs(folder)
+        return True
+    except OSError as e:  # a parent is a regular file, no permission, ...
+        raise ValueError(f"{flag} {folder!r} cannot be created ({one_line(e)})") from e
+
+
 def prepare_output(folder: str, patterns, overwrite: bool, flag: str = "--output") -> None:
     """Refuses a folder holding a previous run unless `overwrite`; then removes that run's
-    files (those matching `patterns`, the manifest first among them) and creates the folder."""
+    files (the manifest first among them) and creates the folder."""
     existing = refuse_previous_run(folder, patterns, overwrite, flag)
-    if existing:
-        FileSystems.delete(existing)
-    if not FileSystems.exists(folder):
-        FileSystems.mkdirs(folder)
+    manifest = FileSystems.join(folder, MANIFEST)
+    for batch in ([p for p in existing if p == manifest], [p for p in existing if p != manifest]):
+        if batch:
+            FileSystems.delete(batch)
+    make_folder(folder, flag)
 
 
 def write_manifest(folder: str, manifest: dict) -> None:
@@ -112,6 +127,8 @@ class EmbeddingSet:
     has_text: bool
     files: dict  # format -> tuple of full shard paths
     finished_at: str = ""
+    counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
+    rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows (newer runs)
 
     @property
     def manifest_path(self) -> str:
@@ -176,7 +193,9 @@ def load_embedding_set(folder: str) -> EmbeddingSet:
     return EmbeddingSet(folder=folder, model=dict(manifest["model"]), poolings=poolings,
                         metadata_columns=tuple(manifest.get("metadata_columns", [])),
                         has_text=bool(manifest.get("text_column", False)), files=files,
-                        finished_at=manifest.get("finished_at", ""))
+                        finished_at=manifest.get("finished_at", ""),
+                        counts=dict(manifest.get("counts", {})),
+                        rows=dict(manifest.get("rows", {})))
 
 
 def listed_files(paths, formats) -> dict:

@@ -7,6 +7,8 @@ import dataclasses
 import numpy as np
 
 EXCERPT_CHARS = 200
+EMPTY = "empty"  # an empty text: counted apart (skipped_empty), never embedded
+INCOMPLETE = "incomplete"  # a file that breaks off: one dead letter for the rest of the file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +25,7 @@ class DeadLetter:
     source: str
     reason: str
     excerpt: str
-    kind: str = "error"  # "error" or "empty" (empty texts are counted apart, never embedded)
+    kind: str = "error"  # "error", EMPTY or INCOMPLETE
 
     @classmethod
     def of(cls, id: str, source: str, reason: str, text: str = "", kind: str = "error"):

@@ -1,29 +1,46 @@
 """The embedding job: `beam-embed run` / `python -m pipeline.run`.
 
 main(argv) -> help (no Beam, no TensorFlow) -> parse once + validate and check the output folder
-(no data read, no model loaded) -> probe the model -> claim the output -> build_pipeline(p, cfg)
--> run -> summary. `--dry-run` builds the same job and describes it.
+(no data read, no model loaded) -> claim the output folder -> probe the model and check its
+limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
+complete run in) -> summary and exit code (pipeline.common.exits). `--dry-run` builds the same
+job and describes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import signal
 import sys
+import threading
 
+from pipeline.common import exits
+from pipeline.common.errors import CommandError, one_line, one_line_errors
 from pipeline.common.log import log
 from pipeline.job.flags import print_help
 
+PROG = "beam-embed run"
 
+
+def _bad_config(e: ValueError) -> int:
+    print(f"{PROG}: {e}", file=sys.stderr)
+    return exits.BAD_CONFIG
+
+
+@one_line_errors(PROG)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in argv):
         print_help()
-        return 0
+        return exits.OK
     if "--help-beam" in argv:
         from pipeline.common.flags import beam_flags
 
         beam_flags()[0].print_help()
-        return 0
-    from pipeline.common.manifest import JOB_OUTPUTS, prepare_output, refuse_previous_run
+        return exits.OK
+    from pipeline.common.manifest import JOB_OUTPUTS, make_folder, refuse_previous_run
     from pipeline.job.config import configure
     from pipeline.job.options import EmbedOptions, parse
 
@@ -37,23 +54,74 @@ def main(argv: list[str] | None = None) -> int:
         opts = options.view_as(EmbedOptions)
         refuse_previous_run(opts.output.rstrip("/"), JOB_OUTPUTS, opts.overwrite)
         cfg = configure(options)  # the plain checks, then the model's spec
-        from pipeline.job.build import probe_widths
         from pipeline.job.sources import expand_inputs
 
         files = expand_inputs(list(cfg.inputs))
-        widths = probe_widths(cfg)
-        prepare_output(cfg.output, JOB_OUTPUTS, cfg.overwrite)
+        created = make_folder(cfg.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
-        print(f"beam-embed run: {e}", file=sys.stderr)
-        return 2
-    if not files:
-        log(f"warning: {list(cfg.inputs)} matched no files; the job writes an empty output")
-    log(f"embedding {len(files)} file(s) with {cfg.encoder.name} "
-        f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}")
-    run(options, cfg, files, widths)
+        return _bad_config(e)
+    code = claimed_run(options, cfg, files, argv)
+    if code == exits.BAD_CONFIG and created and "://" not in cfg.output \
+            and not os.listdir(cfg.output):  # a refused run leaves nothing behind
+        os.rmdir(cfg.output)
+    return code
+
+
+def claimed_run(options, cfg, files, argv: list[str]) -> int:
+    """The run, holding the output folder's claim from its last check to the swap."""
+    from models.positions import max_positions
+    from pipeline.common.claim import claim_output
+    from pipeline.common.manifest import JOB_OUTPUTS, refuse_previous_run
+    from pipeline.common.staging import discard, publish, remove_leftovers, staging_folder
+    from pipeline.job.config import check_model_limits
+    from pipeline.job.options import EmbedOptions
+
+    with unwound_on_sigterm(), \
+            claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
+        try:  # checked again under the claim: a run may have finished there since
+            refuse_previous_run(cfg.output, JOB_OUTPUTS, cfg.overwrite)
+            from pipeline.job.build import probe_widths
+
+            widths = probe_widths(cfg)
+            explicit = options.view_as(EmbedOptions).max_seq_length is not None
+            cfg = check_model_limits(cfg, max_positions(cfg.encoder.encoder), explicit)
+        except ValueError as e:
+            return _bad_config(e)
+        for path in remove_leftovers(cfg.output):
+            log(f"removed {path}, left by a run that did not finish")
+        staging = staging_folder(cfg.output, claim.run_id)
+        log(f"embedding {len(files)} file(s) with {cfg.encoder.name} "
+            f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}")
+        try:
+            run(options, dataclasses.replace(cfg, output=staging), files, widths)
+        except Exception as e:  # the old run, if any, is untouched; say where this one stopped
+            discard(staging)
+            raise CommandError(f"the run stopped, nothing was published to {cfg.output} (its "
+                               f"previous run, if any, is untouched): {one_line(e)}") from e
+        replaced = publish(staging, cfg.output, JOB_OUTPUTS)
+        if replaced:
+            log(f"replaced the previous run in {cfg.output} ({len(replaced)} files)")
     from pipeline.job.summary import summarize
 
-    return summarize(cfg.output)
+    return summarize(cfg.output, cfg.allow_incomplete_input)
+
+
+@contextlib.contextmanager
+def unwound_on_sigterm():
+    """SIGTERM (a scheduler stopping the run, `timeout`) unwinds the run like Ctrl-C, so its
+    claim is released; only SIGKILL leaves a claim for --overwrite to take over."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run(options, cfg, files, widths) -> None:

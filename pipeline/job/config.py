@@ -33,6 +33,7 @@ class JobConfig:
     batch_tokens: int
     max_batch_size: int
     progress_every: float
+    allow_incomplete_input: bool = False
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
@@ -91,13 +92,43 @@ def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
         encoder=encoder,
         output=opts.output.rstrip("/"),
         formats=formats,
-        num_shards=max(opts.num_shards, 0),
+        num_shards=_check_shards(opts.num_shards),
         include_text=opts.include_text,
         overwrite=opts.overwrite,
         batch_tokens=opts.batch_tokens,
         max_batch_size=opts.max_batch_size,
         progress_every=opts.progress_every,
+        allow_incomplete_input=opts.allow_incomplete_input,
     )
+
+
+def _check_shards(num_shards: int) -> int:
+    if num_shards < 0:
+        raise ValueError(f"--num_shards must be 0 (the runner decides) or a positive number of "
+                         f"shards, got {num_shards}")
+    return num_shards
+
+
+def check_model_limits(cfg: JobConfig, positions: int | None, explicit: bool) -> JobConfig:
+    """Limits that need the model (its positions), checked once it is loaded, before any data
+    is read: a text the model cannot hold would otherwise be dead-lettered with TensorFlow's
+    shape error, text after text. An --max_seq_length given beyond the positions is refused; a
+    default beyond them (a TF-Hub model without one) becomes the positions."""
+    spec = cfg.encoder
+    model = spec.name or spec.encoder
+    if positions is not None and spec.max_seq_length is not None and \
+            spec.max_seq_length > positions:
+        if explicit:
+            raise ValueError(f"--max_seq_length {spec.max_seq_length} is more than the "
+                             f"{positions} token positions of {model}; expected at most "
+                             f"{positions}")
+        spec = dataclasses.replace(spec, max_seq_length=positions)
+        cfg = dataclasses.replace(cfg, encoder=spec)
+    if spec.max_seq_length is not None and cfg.batch_tokens < spec.max_seq_length:
+        raise ValueError(f"--batch_tokens {cfg.batch_tokens} cannot hold one full-length text "
+                         f"(--max_seq_length {spec.max_seq_length} tokens); expected at least "
+                         f"{spec.max_seq_length}")
+    return cfg
 
 
 def configure(options) -> JobConfig:

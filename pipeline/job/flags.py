@@ -77,7 +77,12 @@ def add_job_flags(parser) -> None:
                    help="shards per format (0: the runner decides)")
     g.add_argument("--include_text", "--include-text", action=argparse.BooleanOptionalAction,
                    default=True, help="write the text beside its vectors")
-    g.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output (swapped in when the new run is complete); "
+                        "also takes over the claim a killed run left")
+    g.add_argument("--allow_incomplete_input", "--allow-incomplete-input", action="store_true",
+                   help="exit 0 even when an input file is cut short or corrupt (its rest is a "
+                        "dead letter either way)")
     g.add_argument("--progress_every", "--progress-every", type=float, default=5.0,
                    help="seconds between progress lines on stderr (0: none)")
     g.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)

@@ -6,18 +6,22 @@ read = embedded + skipped-empty + dead-lettered.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 from collections.abc import Callable, Iterator
 
-from pipeline.common.records import DeadLetter, Record
+from pipeline.common.errors import IncompleteInput
+from pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from pipeline.common.shards import tfrecord_records
 
 Item = Record | DeadLetter
-COMPRESSED = (".gz", ".bz2")
+COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
 EXTENSIONS = {".txt": "text", ".text": "text", ".jsonl": "jsonl", ".ndjson": "jsonl",
               ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet",
               ".tfrecord": "tfrecord", ".tfrecords": "tfrecord"}
+LINE_FORMATS = ("text", "jsonl", "csv", "tsv")  # where "line N" locates a record
 
 
 def detect_format(path: str) -> str:
@@ -47,8 +51,9 @@ class Fields:
         rid = default_id if rid is None else _str(rid)
         text = row.get(self.text)
         if text is None:
-            return DeadLetter.of(rid, path, f"missing text field {self.text!r}",
-                                 json.dumps(row, default=str, ensure_ascii=False))
+            what = (f"text field {self.text!r} is null" if self.text in row else
+                    f"missing text field {self.text!r}")
+            return DeadLetter.of(rid, path, what, json.dumps(row, default=str, ensure_ascii=False))
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
@@ -80,7 +85,11 @@ def _str(value) -> str:
 
 
 def _lines(f) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) without its line break; a UTF-8 byte-order mark (what spreadsheet
+    exports and some editors write first) is not part of the first line."""
     for n, line in enumerate(iter(f.readline, b""), start=1):
+        if n == 1 and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8):]
         yield n, line.rstrip(b"\r\n")
 
 
@@ -114,7 +123,8 @@ def read_jsonl(path: str, f, fields: Fields) -> Iterator[Item]:
 
 
 def _read_delimited(path: str, f, fields: Fields, delimiter: str) -> Iterator[Item]:
-    text = io.TextIOWrapper(f, encoding="utf-8", errors="surrogateescape", newline="")
+    # utf-8-sig: a byte-order mark would otherwise become part of the first header name
+    text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
     reader = csv.reader(text, delimiter=delimiter)
     try:
         header = next(reader)
@@ -160,13 +170,13 @@ def read_parquet(path: str, f, fields: Fields) -> Iterator[Item]:
 
 
 def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
-    """tf.data reads the framing (CRC-checked, gzip by extension, gs:// through TF)."""
+    """tf.data reads the framing (CRC-checked, gzip by extension, gs:// through TF); a file
+    that breaks off ends in one INCOMPLETE dead letter."""
     import tensorflow as tf
 
-    compression = "GZIP" if path.lower().endswith(".gz") else ""
     n = 0
     try:
-        for raw in tf.data.TFRecordDataset(path, compression_type=compression).as_numpy_iterator():
+        for raw in tfrecord_records(path):
             n += 1
             try:
                 example = tf.train.Example.FromString(raw)
@@ -179,9 +189,8 @@ def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
                 values = list(getattr(feature, kind).value) if kind else []
                 row[key] = values[0] if len(values) == 1 else (values or None)
             yield fields.record(path, n, row)
-    except tf.errors.OpError as e:
-        yield DeadLetter.of(f"{path}:{n + 1}", path, f"corrupt TFRecord data ({e.message}); the "
-                            "rest of the file is unreadable")
+    except IncompleteInput as e:
+        yield DeadLetter.of(path, path, f"{e}; the rest of the file was lost", kind=INCOMPLETE)
 
 
 READERS: dict[str, Callable[[str, object, Fields], Iterator[Item]]] = {

@@ -11,6 +11,7 @@ import argparse
 import yaml
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipeline.common.errors import one_line
 from pipeline.common.flags import FlagError, beam_flags, check_beam_args, hint
 from pipeline.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
 from pipeline.job.flags import add_job_flags
@@ -23,8 +24,11 @@ class EmbedOptions(PipelineOptions):
 
 
 def _config_argv(path: str, known: set[str]) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        config = yaml.safe_load(f) or {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as e:  # missing file, bad YAML: bad configuration
+        raise ValueError(f"--config {path}: {one_line(e)}") from e
     if not isinstance(config, dict):
         raise ValueError(f"{path} must hold a mapping of flag names to values")
     argv = []

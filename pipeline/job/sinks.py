@@ -22,6 +22,7 @@ from pipeline.common.manifest import (
     write_manifest,
 )
 from pipeline.common.records import EmbeddedBatch
+from pipeline.common.shards import count_rows
 from pipeline.job.parquet_sink import write_parquet_batches
 
 
@@ -168,6 +169,9 @@ class _WriteManifest(beam.DoFn):
         for k, v in sorted(counts):  # several counts of one name add up
             manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
         manifest.update(listed_files(files, manifest["formats"]))
+        # each shard's rows, read back: readers check them (pipeline.common.shards)
+        manifest["rows"] = {name: count_rows(FileSystems.join(self._output, name), fmt)
+                            for fmt, names in manifest["files"].items() for name in names}
         manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["wall_time_s"] = round(time.time() - manifest.pop("started_unix"), 3)
         write_manifest(self._output, manifest)

@@ -1,34 +1,57 @@
 """ReadCorpus: file patterns -> Records (cleaned, optionally split) + dead letters.
 
 Patterns are matched on the launcher (Beam's FileSystems: local, gs://, others with their extra),
-so an empty glob is reported before the job starts and the total size gives progress an ETA.
-Files are read whole by one worker each (any compression Beam detects by extension); the
-records are then reshuffled so that one big file still spreads over every worker.
+so a pattern matching no file fails before the job starts and the total size gives progress an
+ETA. Files are read whole by one worker each (decompressed by extension: decompress.py); a file
+that breaks off ends in a dead letter saying where. The records are then reshuffled so that one
+big file still spreads over every worker.
 """
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import Iterator
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.records import DeadLetter, Record
+from pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from pipeline.job.cleaning import SentenceSplitter, clean_text
-from pipeline.job.formats import READERS, Fields, detect_format
+from pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
+from pipeline.job.formats import LINE_FORMATS, READERS, Fields, detect_format
 
 NAMESPACE = "beam_embed"
 DEAD = "dead"
 
 
 def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
-    """(path, size) for every file the patterns match, sorted, without duplicates."""
+    """(path, size) for every file the patterns match, sorted, without duplicates. A pattern
+    that matches nothing is a ValueError: a mistyped pattern among several would otherwise
+    leave its files out of a run that looks complete."""
     found = {}
-    for result in FileSystems.match(list(patterns)):
+    for pattern, result in zip(patterns, FileSystems.match(list(patterns))):
+        if not result.metadata_list:
+            raise ValueError(f"--input {pattern!r} matches no file; check the path or pattern")
         for meta in result.metadata_list:
             found[meta.path] = meta.size_in_bytes
     return sorted(found.items())
+
+
+def read_file(path: str, fmt: str, fields: Fields) -> Iterator[Record | DeadLetter]:
+    """Every record of one file, and a dead letter for each bad one. A file that breaks off
+    (cut short, corrupt, unreadable) ends with one dead letter of kind INCOMPLETE naming the
+    file, the last line (or record) read whole, and that the rest of the file was lost."""
+    f, records = None, 0
+    try:
+        f = open_input(path)
+        with f:
+            for item in READERS[fmt](path, f, fields):
+                records += 1
+                yield item
+    except READ_ERRORS as e:
+        where = ("before its first line" if f is None else
+                 f"after line {f.lines}" if fmt in LINE_FORMATS else f"after record {records}")
+        yield DeadLetter.of(path, path, f"{path} {why_incomplete(e)} {where}; the rest of the "
+                            "file was lost", kind=INCOMPLETE)
 
 
 class _ReadFile(beam.DoFn):
@@ -42,21 +65,13 @@ class _ReadFile(beam.DoFn):
 
     def process(self, file: tuple[str, int]):
         path, size = file
-        fmt = self._format or detect_format(path)
-        try:
-            with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as f:
-                for item in READERS[fmt](path, f, self._fields):
-                    self._read.inc()
-                    if isinstance(item, DeadLetter):
-                        self._dead.inc()
-                        yield beam.pvalue.TaggedOutput(DEAD, item)
-                    else:
-                        yield item
-        except (OSError, EOFError, ValueError, zlib.error) as e:  # unreadable or corrupt file
+        for item in read_file(path, self._format or detect_format(path), self._fields):
             self._read.inc()
-            self._dead.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD, DeadLetter.of(path, path, f"cannot read {fmt} file ({e}); records after this point are lost"))
+            if isinstance(item, DeadLetter):
+                self._dead.inc()
+                yield beam.pvalue.TaggedOutput(DEAD, item)
+            else:
+                yield item
         self._bytes.inc(size)
 
 
@@ -78,7 +93,7 @@ class _Prepare(beam.DoFn):
         if not text.strip():
             self._empty.inc()
             yield beam.pvalue.TaggedOutput(DEAD, DeadLetter.of(
-                record.id, record.source, "empty text", record.text, kind="empty"))
+                record.id, record.source, "empty text", record.text, kind=EMPTY))
             return
         record = Record(record.id, text, record.source, record.meta)
         yield from (self._splitter(record) if self._splitter else [record])

@@ -10,6 +10,7 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.common import exits
 from pipeline.common.log import log
 from pipeline.common.manifest import MANIFEST
 
@@ -53,7 +54,16 @@ def next_commands(output: str, metadata: list[str]) -> str:
             f'beam-embed search {output} "your query"')
 
 
-def summarize(output: str) -> int:
+def exit_code(counts: dict, allow_incomplete_input: bool) -> int:
+    """What a finished run exits with: incomplete input unless accepted, then nothing embedded."""
+    if counts.get("files_incomplete", 0) and not allow_incomplete_input:
+        return exits.INCOMPLETE_INPUT
+    if not counts.get("embedded", 0):
+        return exits.NOTHING_EMBEDDED
+    return exits.OK
+
+
+def summarize(output: str, allow_incomplete_input: bool = False) -> int:
     with FileSystems.open(FileSystems.join(output, MANIFEST)) as f:
         manifest = json.load(f)
     c = manifest["counts"]
@@ -68,6 +78,13 @@ def summarize(output: str) -> int:
         where = FileSystems.join(output, errors[0] if len(errors) == 1 else "errors-*.jsonl")
         log(f"dead-lettered {c['dead_lettered']}: {reasons} (every one, with its id and an "
             f"excerpt, in {where})")
+    code = exit_code(c, allow_incomplete_input)
+    if c.get("files_incomplete", 0):
+        log(f"{'incomplete' if code == exits.INCOMPLETE_INPUT else 'warning'}: "
+            f"{c['files_incomplete']} input file(s) were cut short or corrupt; the rest of each "
+            "is lost (dead letters of kind 'incomplete')" + (
+                "" if allow_incomplete_input else
+                f"; exit code {exits.INCOMPLETE_INPUT} (--allow-incomplete-input accepts this)"))
     if c["embedded"]:
         log(next_commands(output, manifest.get("metadata_columns", [])))
     elif c["dead_lettered"]:
@@ -75,4 +92,4 @@ def summarize(output: str) -> int:
     else:
         log("nothing was embedded: the input had no records with text (check --input and "
             "--text_field)")
-    return 0
+    return code

@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline.common import exits
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser, check_beam_args
 from pipeline.common.log import log
 from pipeline.pca.limits import DEFAULT_COMPONENTS, DEFAULT_SAMPLE, PROJECTOR_LIMIT
@@ -62,8 +64,11 @@ def parse_args(argv=None):
     return args, check_beam_args(rest, p.known_flags(), PROG)
 
 
+@one_line_errors(PROG)
 def main(argv=None) -> int:
-    """Runs the job; 2 on bad configuration (one line on stderr, before any data is read)."""
+    """Runs the job; exit codes in pipeline.common.exits (2: bad configuration, one line on
+    stderr before any data is read; 3: a shard of the input missing or damaged)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, beam_args = parse_args(argv)
         from pipeline.pca.job import check
@@ -71,14 +76,14 @@ def main(argv=None) -> int:
         plan = check(args)
     except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
         print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return exits.BAD_CONFIG
     from pipeline.pca.job import run
 
-    manifest = run(plan, beam_args)
+    manifest = run(plan, beam_args, [PROG, *argv])
     shards = len(manifest["projections"]["files"])
     log(f"done: PCA-{manifest['fit']['components']} of {manifest['projections']['rows']} records "
         f"-> {plan.output} (plot.html, plot.png, projector/, pca.npz, {shards} projection "
         f"shard(s), manifest.json)")
     log(f"next: open {plan.output}/plot.html in a browser   or   "
         f"tensorboard --logdir {plan.output}/projector")
-    return 0
+    return exits.OK

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.common.manifest import PoolingColumn
+from pipeline.common.shards import tfrecord_records
 
 TFRECORD_BATCH = 4096
 
@@ -58,13 +59,22 @@ def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling: P
     return pa.table(arrays)
 
 
+def _shard_records(path: str, rows: dict):
+    return tfrecord_records(path, rows.get(path.rsplit("/", 1)[-1]))
+
+
 class ReadEmbeddings(beam.PTransform):
-    """PBegin -> PCollection[pa.Table]: blocks of `columns` + the pooling column from the shards."""
+    """PBegin -> PCollection[pa.Table]: blocks of `columns` + the pooling column from the shards.
+
+    TFRecord shards are read whole, one per worker, each checked against the row count the
+    manifest has for it (`rows`: shard name -> rows): a damaged or swapped shard fails the job
+    naming the file instead of leaving its records out."""
 
     def __init__(self, shards: tuple[str, ...], fmt: str, columns: tuple[str, ...],
-                 pooling: PoolingColumn):
+                 pooling: PoolingColumn, rows: dict | None = None):
         super().__init__()
         self.shards, self.fmt, self.columns, self.pooling = shards, fmt, columns, pooling
+        self.rows = dict(rows or {})
 
     def expand(self, pbegin):
         files = pbegin | "ListShards" >> beam.Create(list(self.shards))
@@ -72,7 +82,8 @@ class ReadEmbeddings(beam.PTransform):
             return files | "ReadParquet" >> beam.io.ReadAllFromParquetBatched(
                 columns=list(self.columns) + [self.pooling.column])
         return (files
-                | "ReadTFRecord" >> beam.io.ReadAllFromTFRecord()
+                | "SpreadShards" >> beam.Reshuffle()
+                | "ReadTFRecord" >> beam.FlatMap(_shard_records, self.rows)
                 | "BatchExamples" >> beam.BatchElements(min_batch_size=TFRECORD_BATCH,
                                                         max_batch_size=TFRECORD_BATCH)
                 | "ParseExamples" >> beam.Map(parse_examples, self.columns, self.pooling))

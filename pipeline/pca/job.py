@@ -12,15 +12,22 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipeline.common import exits
+from pipeline.common.claim import claim_output
+from pipeline.common.errors import CommandError, IncompleteInput
 from pipeline.common.manifest import (
     MANIFEST,
     EmbeddingSet,
     load_embedding_set,
+    make_folder,
     prepare_output,
+    refuse_previous_run,
     write_manifest,
 )
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.runners import runner_for
+from pipeline.common.shards import check_shards
+from pipeline.common.staging import remove_leftovers
 from pipeline.pca.exports import ExportSpec, export_sample
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
@@ -47,6 +54,7 @@ class Plan:
     exports: ExportSpec
     sample: int
     seed: int
+    overwrite: bool = False
 
 
 def _fit_spec(args, es: EmbeddingSet) -> tuple[FitSpec, PcaFit | None]:
@@ -108,8 +116,11 @@ def make_plan(args) -> Plan:
     model = es.model.get("name") or es.model.get("handle") or "unknown model"
     exports = ExportSpec(args.output, spec.components, model, spec.pooling.name, args.method,
                          args.dims, args.color_by, args.seed)
-    return Plan(es, fmt, shards, spec, saved_fit, _columns(args, es), args.output, exports,
-                args.sample, args.seed)
+    columns = _columns(args, es)
+    refuse_previous_run(args.output, OUTPUTS, args.overwrite)
+    check_shards(es, fmt)  # last: every listed shard there (Parquet: whole, rows adding up)
+    return Plan(es, fmt, shards, spec, saved_fit, columns, args.output, exports, args.sample,
+                args.seed, args.overwrite)
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
@@ -117,7 +128,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     es, spec, out = plan.embeddings, plan.spec, plan.output
     if plan.saved_fit is None:
         fit = (p
-               | "ReadForFit" >> ReadEmbeddings(plan.shards, plan.fmt, (), spec.pooling)
+               | "ReadForFit" >> ReadEmbeddings(plan.shards, plan.fmt, (), spec.pooling, es.rows)
                | "FitPca" >> FitPca(spec))
     else:
         fit = p | "UseSavedFit" >> beam.Create([plan.saved_fit])
@@ -127,7 +138,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     kept = projection_schema(spec.components, {c: es.column_type(c) for c in plan.columns})
     rows = (p
             | "ReadForProjection" >> ReadEmbeddings(plan.shards, plan.fmt, es.columns,
-                                                    spec.pooling)
+                                                    spec.pooling, es.rows)
             | "ProjectEmbeddings" >> ProjectEmbeddings(beam.pvalue.AsSingleton(fit), every))
     _ = rows | "WriteProjections" >> WriteProjections(out, kept)
     _ = (rows
@@ -151,22 +162,45 @@ def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> dict:
 
 
 def check(args) -> Plan:
-    """The plan, every option checked, and the output folder claimed: before any data is read."""
+    """The plan, every option checked, the shards too, and the output folder made: before any
+    data is read."""
     plan = make_plan(args)
-    prepare_output(plan.output, OUTPUTS, args.overwrite)
+    make_folder(plan.output)
     return plan
 
 
-def run(plan: Plan, beam_args: list[str]) -> dict:
-    """Fits, projects, samples, draws; returns the manifest it wrote last."""
+def check_all_read(plan: Plan, exports: dict) -> None:
+    """Every record the input's manifest counts was projected (the shards were checked before;
+    this catches what only reading them shows)."""
+    projected, expected = exports["sample"]["of"], plan.embeddings.counts.get("embedded")
+    if expected is not None and projected != expected:
+        raise IncompleteInput(f"read {projected} records from the {plan.fmt} shards of "
+                              f"{plan.embeddings.folder}, but its manifest counts {expected}; "
+                              "a shard was replaced or damaged (no PCA manifest was written)")
+
+
+def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
+    """Fits, projects, samples, draws; returns the manifest it wrote last. One job per output
+    folder, as for `run`: the outputs are replaced in place (not staged), under the folder's
+    claim."""
     if plan.fmt == "tfrecord":
         import_tensorflow()  # TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
-    with beam.Pipeline(runner=runner_for(options), options=options) as p:
-        build_pipeline(p, plan)
-    fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
-    exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
-                            fit.explained_variance_ratio)
-    manifest = _manifest(plan, fit, exports)
-    write_manifest(plan.output, manifest)
+    with claim_output(plan.output, plan.overwrite, command, options=options):
+        try:  # checked again under the claim: a job may have finished there since
+            prepare_output(plan.output, OUTPUTS, plan.overwrite)
+        except ValueError as e:
+            raise CommandError(str(e), exits.BAD_CONFIG) from e
+        remove_leftovers(plan.output)  # Beam temp folders of killed jobs
+        try:
+            with beam.Pipeline(runner=runner_for(options), options=options) as p:
+                build_pipeline(p, plan)
+        finally:  # a failed job's temp folders go with it
+            remove_leftovers(plan.output)
+        fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
+        exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
+                                fit.explained_variance_ratio)
+        check_all_read(plan, exports)
+        manifest = _manifest(plan, fit, exports)
+        write_manifest(plan.output, manifest)
     return manifest

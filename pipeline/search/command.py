@@ -17,6 +17,8 @@ import re
 import sys
 import time
 
+from pipeline.common import exits
+from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.log import log
 from pipeline.common.quiet import import_tensorflow
@@ -70,6 +72,7 @@ def parse_args(argv: list[str]):
     return args
 
 
+@one_line_errors(PROG)
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         embedder = build_embedder(corpus, args.model)
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return exits.BAD_CONFIG
     from pipeline.search.corpus import blocks
     from pipeline.search.scan import resolve_hits, top_k
 

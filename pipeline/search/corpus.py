@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.common.manifest import PoolingColumn, fingerprint, load_embedding_set
+from pipeline.common.shards import check_shards
 from pipeline.search.index import building, index_blocks, open_index
 from pipeline.search.scan import parquet_blocks
 
@@ -26,11 +27,11 @@ class Corpus:
 def load_corpus(folder: str, pooling: str | None) -> Corpus:
     found = load_embedding_set(folder)
     chosen = found.pooling(pooling)
-    shards = found.files.get("parquet")
-    if not shards:
+    if not found.files.get("parquet"):
         raise ValueError(f"{found.manifest_path} lists no Parquet shards (formats "
                          f"{sorted(found.files)}); search reads Parquet: rerun the job with "
                          "--format parquet")
+    shards = check_shards(found, "parquet")  # each there and whole, rows adding up
     return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at)
 
 

@@ -60,19 +60,19 @@ def test_bad_input_reconciles_exactly(tiny_export, tmp_path):
     (d / "corrupt.txt.gz").write_bytes(b"not gzip at all")
     out = str(tmp_path / "out")
     manifest = run_job(out, "--input", str(d / "*"), "--model", tiny_export,
-                       "--input", str(tmp_path / "nothing-*.txt"))
+                       "--allow-incomplete-input")  # the corrupt gzip: accepted, still counted
     c = manifest["counts"]
     dead = dead_letters(out)
     rows = parquet_rows(out)
     assert c["read"] == c["embedded"] + c["skipped_empty"] + c["dead_lettered"]
     assert c["embedded"] == len(rows) == 5  # the cat, the dog, a mat, ok row, small
     # dead: 2 in bytes.txt, 4 in rows.jsonl, 2 in rows.csv, the huge line, the corrupt gzip
-    assert c["skipped_empty"] == 3 and c["dead_lettered"] == 10
+    assert c["skipped_empty"] == 3 and c["dead_lettered"] == 10 and c["files_incomplete"] == 1
     assert len(dead) == c["skipped_empty"] + c["dead_lettered"]
     reasons = " | ".join(sorted(x["reason"] for x in dead))
     for expected in ("not UTF-8", "NUL", "malformed JSON", "not an object",
                      "missing text field 'text'", "is int, not a string", "fields, header has",
-                     "over --max-text-bytes", "cannot read", "empty text"):
+                     "over --max-text-bytes", "corrupt.txt.gz is corrupt", "empty text"):
         assert expected in reasons, expected
     assert all(len(x["excerpt"]) <= 200 for x in dead)
 

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from pipeline.common import exits
 from pipeline.job.command import main
 from pipeline.job.summary import next_commands, reason_group
 from tests.job_helpers import dead_letters, write_lines
@@ -38,7 +39,7 @@ def test_an_all_dead_lettered_run_names_the_reasons_and_the_file(tiny_export, tm
         json.dumps({"text": ""})])
     out = str(tmp_path / "out")
     assert main(["--input", corpus, "--model", tiny_export, "--output", out,
-                 "--progress_every", "0"]) == 0
+                 "--progress_every", "0"]) == exits.NOTHING_EMBEDDED
     lines = capsys.readouterr().err.splitlines()
     letters = [d for d in dead_letters(out) if d["kind"] != "empty"]
     assert len(letters) == 4  # the empty text is skipped, not dead-lettered

@@ -90,7 +90,9 @@ def write_embeddings(folder: str, table: pa.Table, shards: int = 4, row_group_si
                              if c not in base and c not in vector_columns],
         "text_column": "text" in table.column_names,
         "counts": {"read": table.num_rows, "embedded": table.num_rows, "skipped_empty": 0,
-                   "dead_lettered": 0}}
+                   "dead_lettered": 0},
+        "rows": {name: int(bounds[s + 1] - bounds[s]) for names in files.values()
+                 for s, name in enumerate(names)}}
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     return folder

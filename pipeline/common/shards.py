@@ -1,0 +1,119 @@
+"""The manifest's shards as readers get them: every listed file present and undamaged, and row
+counts adding up to the manifest's.
+
+A run records each shard's row count in its manifest (`rows`): Parquet from the file's footer,
+TFRecord by reading its records back. Readers check Parquet shards before reading any data (one
+footer per file: a missing, truncated or swapped shard is named at once); TFRecord shards are
+checked as they are read (`tfrecord_records`), since counting their records means reading them.
+A damaged or missing shard is an IncompleteInput: one line naming the file, never fewer records
+read without a word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.common.errors import IncompleteInput, one_line
+
+
+def _name(path: str) -> str:
+    return FileSystems.split(path)[1]
+
+
+def parquet_rows(path: str) -> int:
+    """Rows in a Parquet file, from its footer; IncompleteInput when it is missing or damaged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with FileSystems.open(path) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+    except (OSError, pa.ArrowException) as e:
+        raise IncompleteInput(f"{path} is damaged: not a readable Parquet file ({one_line(e)}); "
+                              "it was cut short or overwritten: restore it or rerun the job"
+                              ) from e
+
+
+# A TFRecord record's framing around its data: length (8 bytes), its CRC (4), the data's CRC (4).
+TFRECORD_FRAMING = 16
+
+
+def tfrecord_records(path: str, expected: int | None = None) -> Iterator[bytes]:
+    """A TFRecord file's records (CRC-checked by tf.data); IncompleteInput naming the file when
+    it is damaged, cut short, or holds another number of records than `expected`.
+
+    tf.data reads a file cut inside a record's 12-byte header as if it ended there, so the
+    records' framed sizes are added up and compared with the file's size (uncompressed files)."""
+    import tensorflow as tf
+
+    compressed = path.lower().endswith(".gz")
+    n = framed = 0
+    try:
+        for record in tf.data.TFRecordDataset(
+                path, compression_type="GZIP" if compressed else "").as_numpy_iterator():
+            n += 1
+            framed += len(record) + TFRECORD_FRAMING
+            yield record
+    except tf.errors.OpError as e:
+        raise IncompleteInput(f"{path} is damaged ({tfrecord_cause(e)}) after record {n}") from e
+    size = None if compressed else _size(path)
+    if size is not None and framed != size:
+        raise IncompleteInput(f"{path} is damaged (it ends with {size - framed} bytes that are "
+                              f"not a whole record: cut short) after record {n}")
+    if expected is not None and n != expected:
+        raise IncompleteInput(f"{path} holds {n} records, but the manifest counts {expected} in "
+                              "it; it was replaced or cut at a record boundary: restore it or "
+                              "rerun the job")
+
+
+def _size(path: str) -> int | None:
+    found = FileSystems.match([path])[0].metadata_list
+    return found[0].size_in_bytes if found else None
+
+
+def tfrecord_cause(error) -> str:
+    """TensorFlow's reason for a bad TFRecord file, in words."""
+    message = (getattr(error, "message", "") or str(error)).strip()
+    if "truncated record" in message or "Read less bytes" in message:
+        return "the file ends in the middle of a record: cut short"
+    if "corrupted record" in message or "checksum" in message.lower():
+        return "a record's checksum does not match: corrupt data"
+    return message.splitlines()[0] if message else type(error).__name__
+
+
+def count_rows(path: str, fmt: str) -> int:
+    """Rows in one shard the job wrote (read back: the manifest's `rows`)."""
+    if fmt == "parquet":
+        return parquet_rows(path)
+    return sum(1 for _ in tfrecord_records(path))
+
+
+def check_shards(es, fmt: str) -> tuple[str, ...]:
+    """`es`'s shards of `fmt`, checked: each exists; Parquet shards are readable and their rows
+    match the manifest's per file and in total. Raises IncompleteInput naming the first bad one."""
+    paths = es.files.get(fmt, ())
+    listed = f"{es.manifest_path} lists it among the {len(paths)} {fmt} shards of that run"
+    for path in paths:
+        if not FileSystems.exists(path):
+            raise IncompleteInput(f"{path} is missing: {listed}; restore it or rerun the job")
+    if fmt != "parquet":
+        return tuple(paths)
+    total = 0
+    for path in paths:
+        n = parquet_rows(path)
+        expected = es.rows.get(_name(path))
+        if expected is not None and n != expected:
+            raise IncompleteInput(f"{path} holds {n} rows, but {es.manifest_path} counts "
+                                  f"{expected}; it was replaced: restore it or rerun the job")
+        total += n
+    embedded = es.counts.get("embedded")
+    if embedded is not None and total != embedded:
+        raise IncompleteInput(f"the Parquet shards listed in {es.manifest_path} hold {total} rows,"
+                              f" but it counts {embedded} embedded records; rerun the job")
+    return tuple(paths)
+
+
+def expected_rows(es, path: str) -> int | None:
+    return es.rows.get(_name(path))

@@ -1,0 +1,79 @@
+"""A new run is swapped in whole: the folder shows the old run, then no run, then the new one;
+never a manifest over another run's files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.common.manifest import JOB_OUTPUTS
+from pipeline.common.staging import publish, remove_leftovers, staging_folder
+
+
+def _run(folder, shards: int, tag: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"embeddings-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    for name in names:
+        (folder / name).write_text(tag)
+    (folder / "errors-00000-of-00001.jsonl").write_text(tag)
+    (folder / "manifest.json").write_text(json.dumps({"tag": tag, "files": names}))
+
+
+def _listing(folder) -> dict[str, str]:
+    return {p.name: p.read_text() for p in folder.iterdir() if p.is_file()}
+
+
+def test_publish_replaces_every_file_of_the_old_run(tmp_path):
+    _run(tmp_path, 3, "old")
+    (tmp_path / "notes.txt").write_text("mine")  # not a job output: left alone
+    staging = staging_folder(str(tmp_path), "abc")
+    _run(tmp_path / ".beam-embed-staging-abc", 1, "new")
+    replaced = publish(staging, str(tmp_path), JOB_OUTPUTS)
+    assert len(replaced) == 5
+    assert _listing(tmp_path) == {
+        "embeddings-00000-of-00001.parquet": "new", "errors-00000-of-00001.jsonl": "new",
+        "manifest.json": json.dumps({"tag": "new", "files": ["embeddings-00000-of-00001.parquet"]}),
+        "notes.txt": "mine"}
+    assert not (tmp_path / ".beam-embed-staging-abc").exists()
+
+
+def test_a_swap_cut_short_leaves_no_manifest_over_mixed_files(tmp_path, monkeypatch):
+    _run(tmp_path, 2, "old")
+    staging = staging_folder(str(tmp_path), "abc")
+    _run(tmp_path / ".beam-embed-staging-abc", 2, "new")
+    renamed = []
+
+    def rename_then_die(sources, destinations):  # the process dies after moving one file
+        FileSystems.get_filesystem(sources[0]).rename(sources[:1], destinations[:1])
+        renamed.append(destinations[0])
+        raise OSError("killed")
+
+    monkeypatch.setattr(FileSystems, "rename", rename_then_die)
+    with pytest.raises(OSError):
+        publish(staging, str(tmp_path), JOB_OUTPUTS)
+    assert len(renamed) == 1 and not (tmp_path / "manifest.json").exists()
+    assert (tmp_path / ".beam-embed-staging-abc" / "manifest.json").exists()
+
+
+def test_publish_refuses_a_run_without_its_manifest(tmp_path):
+    _run(tmp_path, 1, "old")
+    staging = tmp_path / ".beam-embed-staging-abc"
+    _run(staging, 1, "new")
+    (staging / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="did not finish"):
+        publish(str(staging), str(tmp_path), JOB_OUTPUTS)
+    assert json.loads((tmp_path / "manifest.json").read_text())["tag"] == "old"
+
+
+def test_leftovers_of_killed_runs_are_removed_but_not_the_current_one(tmp_path):
+    for name in (".beam-embed-staging-dead1", ".beam-embed-staging-live",
+                 "beam-temp-embeddings-0a1b2c", "kept"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "part.parquet").write_text("x")
+    (tmp_path / ".beam-embed-staging-dead2" / "beam-temp-x").mkdir(parents=True)  # no files yet
+    removed = remove_leftovers(str(tmp_path), keep=str(tmp_path / ".beam-embed-staging-live"))
+    assert sorted(p.rsplit("/", 1)[1] for p in removed) == [
+        ".beam-embed-staging-dead1", ".beam-embed-staging-dead2", "beam-temp-embeddings-0a1b2c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".beam-embed-staging-live", "kept"]

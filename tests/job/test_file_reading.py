@@ -1,0 +1,80 @@
+"""Reading one input file: a file cut short or corrupt ends in one dead letter saying where, no
+half line is ever a record; byte-order marks and null texts are read for what they are."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import zlib
+
+import pytest
+
+from pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from pipeline.job.formats import Fields
+from pipeline.job.sources import read_file
+
+FIELDS = Fields("text", None, (), 1 << 20)
+LINES = [f"line {i}: the cat sat on the mat {i * 7919 % 1000}" for i in range(2000)]
+DATA = ("\n".join(LINES) + "\n").encode()
+
+
+def _whole_lines_before_the_cut(cut: bytes, wbits: int) -> list[str]:
+    """The lines a decompressor can recover from `cut` (zlib directly, not the reader): every
+    complete line of the bytes it yields."""
+    recovered = zlib.decompressobj(wbits).decompress(cut)
+    return recovered.decode().split("\n")[:-1]
+
+
+@pytest.mark.parametrize("compress, ext", [(gzip.compress, ".gz"), (bz2.compress, ".bz2"),
+                                           (lzma.compress, ".xz")])
+def test_cut_short_file_ends_in_a_dead_letter_after_its_last_whole_line(tmp_path, compress, ext):
+    whole = compress(DATA)
+    path = str(tmp_path / f"corpus.txt{ext}")
+    with open(path, "wb") as f:
+        f.write(whole[: len(whole) // 2])  # a partial download
+    items = list(read_file(path, "text", FIELDS))
+    records, last = items[:-1], items[-1]
+    assert all(isinstance(r, Record) for r in records)
+    if ext == ".gz":  # an independent count of what the cut stream holds
+        expected = _whole_lines_before_the_cut(whole[: len(whole) // 2], 16 + zlib.MAX_WBITS)
+        assert len(expected) > 500 and [r.text for r in records] == expected
+    assert [r.text for r in records] == LINES[:len(records)]  # whole lines only, in order
+    assert isinstance(last, DeadLetter) and last.kind == INCOMPLETE and last.id == path
+    assert last.reason == (f"{path} is cut short (the compressed stream ends before its "
+                           f"end-of-stream marker) after line {len(records)}; the rest of the "
+                           "file was lost")
+
+
+def test_corrupt_and_unreadable_files(tmp_path):
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(b"not gzip at all")
+    [item] = read_file(str(bad), "jsonl", FIELDS)
+    assert item.kind == INCOMPLETE and item.reason.startswith(f"{bad} is corrupt (")
+    assert item.reason.endswith("after line 0; the rest of the file was lost")
+    folder = tmp_path / "folder.txt"
+    folder.mkdir()
+    [item] = read_file(str(folder), "text", FIELDS)
+    assert item.kind == INCOMPLETE and "cannot be read (Is a directory)" in item.reason
+
+
+@pytest.mark.parametrize("fmt, content", [
+    ("csv", "text,id\r\nhello there,1\r\n"),
+    ("tsv", "text\tid\nhello there\t1\n"),
+    ("jsonl", '{"text": "hello there", "id": "1"}\n'),
+    ("text", "hello there\n"),
+])
+def test_byte_order_mark_is_not_part_of_the_first_field(tmp_path, fmt, content):
+    path = tmp_path / f"bom.{fmt}"
+    path.write_bytes(b"\xef\xbb\xbf" + content.encode())  # what spreadsheet exports write
+    [record] = read_file(str(path), fmt, FIELDS)
+    assert isinstance(record, Record) and record.text == "hello there"
+
+
+def test_null_text_is_not_a_missing_field(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ({"text": None}, {"body": "x"})) + "\n")
+    null, missing = read_file(str(path), "jsonl", FIELDS)
+    assert null.reason == "text field 'text' is null"
+    assert missing.reason == "missing text field 'text'"

@@ -1,0 +1,181 @@
+"""The output folder across runs: one run at a time, a replaced run kept until its successor is
+complete, leftovers of killed runs removed, a full disk reported in one line. Real processes:
+inputs that are FIFOs hold a run inside its pipeline for as long as the test needs."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.common import exits
+from pipeline.common.claim import CLAIM, Holder
+from pipeline.common.manifest import load_embedding_set
+from pipeline.common.shards import check_shards
+from pipeline.job.command import main
+from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(output, *args) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.run", "--output", str(output), "--progress_every", "0",
+         *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(condition, process: subprocess.Popen, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None, f"run ended early: {process.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _feed(fifo: Path, lines: list[str], process: subprocess.Popen) -> None:
+    """Writes `lines` into the FIFO once the run opens it for reading."""
+    fd = None
+    while fd is None:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:  # ENXIO: no reader yet
+            assert e.errno == errno.ENXIO and process.poll() is None
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _holder(output: Path) -> Holder | None:
+    try:
+        return Holder.parse((output / CLAIM).read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def _consistent(output: Path) -> dict:
+    """The folder holds exactly the files its manifest lists, and they hold its counts."""
+    manifest = json.loads((output / "manifest.json").read_text())
+    listed = {n for names in manifest["files"].values() for n in names}
+    listed |= set(manifest["errors_files"]) | {"manifest.json"}
+    assert {p.name for p in output.iterdir()} == listed
+    check_shards(load_embedding_set(str(output)), "parquet")
+    assert len(parquet_rows(str(output))) == manifest["counts"]["embedded"]
+    return manifest
+
+
+def test_a_second_run_into_a_busy_folder_fails_at_once_naming_the_holder(tiny_export, tmp_path):
+    fifo = tmp_path / "slow.txt"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    first = _start(out, "--input", str(fifo), "--model", tiny_export)
+    try:
+        _wait_for(lambda: _holder(out) is not None, first)
+        holder = _holder(out)
+        corpus = write_lines(str(tmp_path / "c.txt"), ["a second corpus"])
+        began = time.monotonic()
+        second = subprocess.run(
+            [sys.executable, "-m", "pipeline.run", "--output", str(out), "--input", corpus,
+             "--model", tiny_export, "--overwrite"], cwd=ROOT, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+        assert second.returncode == exits.OUTPUT_BUSY, second.stderr[-2000:]
+        line = second.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"beam-embed run: --output {out} is in use by run "
+                               f"{holder.run_id} (pid {first.pid} on {holder.host}")
+        assert time.monotonic() - began < 60  # refused before loading any model
+        _feed(fifo, ["the cat sat", "", "the dog ran"], first)
+        assert first.wait(timeout=300) == exits.OK, first.stderr.read()[-2000:]
+    finally:
+        first.kill()
+    manifest = _consistent(out)
+    assert manifest["counts"]["embedded"] == 2 and len(dead_letters(str(out))) == 1
+    assert {r["text"] for r in parquet_rows(str(out)).values()} == {"the cat sat", "the dog ran"}
+
+
+def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_export, tmp_path,
+                                                                         capsys):
+    out = tmp_path / "out"
+    old_corpus = write_lines(str(tmp_path / "old.txt"), ["the old cat", "the old dog"])
+    run_job(str(out), "--input", old_corpus, "--model", tiny_export)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    fifo = tmp_path / "slow.txt"
+    os.mkfifo(fifo)
+    doomed = _start(out, "--input", str(fifo), "--model", tiny_export, "--overwrite")
+    try:
+        _wait_for(lambda: (h := _holder(out)) is not None and h.pid == doomed.pid, doomed)
+        _wait_for(lambda: any(p.name.startswith(".beam-embed-staging-") for p in out.iterdir()),
+                  doomed)  # its pipeline is writing: its shards' temp folder exists
+        time.sleep(1)
+    finally:
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait()
+    killed = _holder(out)
+    assert killed.pid == doomed.pid and killed.alive() is False
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != CLAIM}
+    assert after == before  # the old run is whole, and readable
+    check_shards(load_embedding_set(str(out)), "parquet")
+    (out / "beam-temp-embeddings-0123abcd" / "sub").mkdir(parents=True)  # an older version's
+    (out / "beam-temp-embeddings-0123abcd" / "sub" / "part").write_bytes(b"x" * 1000)
+
+    new_corpus = write_lines(str(tmp_path / "new.txt"), ["a new cat", "a new dog", "a new bird"])
+    args = ["--output", str(out), "--progress_every", "0", "--input", new_corpus, "--model",
+            tiny_export]
+    assert main(args) == exits.OUTPUT_BUSY
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"is claimed by run {killed.run_id} (pid {killed.pid} on" in line
+    assert "which is no longer running (killed or crashed)" in line and "--overwrite" in line
+
+    assert main([*args, "--overwrite"]) == exits.OK
+    manifest = _consistent(out)  # staging and beam-temp leftovers are gone, the claim too
+    assert manifest["counts"]["embedded"] == 3
+    assert {r["text"] for r in parquet_rows(str(out)).values()} == {
+        "a new cat", "a new dog", "a new bird"}
+
+
+def _mount_tmpfs(folder: Path, size: str) -> bool:
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, capsys,
+                                                       monkeypatch):
+    """On a 256 KiB tmpfs where the machine allows mounting one; else every shard write fails
+    with ENOSPC the way a full disk fails it."""
+    disk = tmp_path / "disk"
+    mounted = _mount_tmpfs(disk, "256k")
+    if not mounted:
+        from pipeline.job.parquet_sink import ParquetBatchSink
+
+        def full(self, handle, table):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(ParquetBatchSink, "write_record", full)
+    try:
+        corpus = write_lines(str(tmp_path / "c.txt"),
+                             [f"line {i} the cat sat on the mat again" for i in range(5000)])
+        code = main(["--output", str(disk / "out"), "--progress_every", "0", "--input", corpus,
+                     "--model", tiny_export])
+        err = capsys.readouterr().err
+        assert code == exits.FAILED
+        errors = [x for x in err.splitlines() if x.startswith("beam-embed run:")]
+        assert len(errors) == 1 and "Traceback" not in err
+        assert errors[0].startswith(f"beam-embed run: the run stopped, nothing was published to "
+                                    f"{disk}/out (its previous run, if any, is untouched): "
+                                    f"{os.strerror(errno.ENOSPC)} (in step Write")
+        assert os.listdir(disk / "out") == []  # no manifest, no staging, no claim
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(disk)], check=True)
