@@ -105,7 +105,8 @@ def one_line_errors(prog: str):
         @functools.wraps(main)
         def wrapped(argv=None):
             argv = take_debug_flag(sys.argv[1:] if argv is None else list(argv))
-            quieted = [] if is_verbose() else [logging.getLogger(n) for n in _BEAM_ERROR_LOGGERS]
+            verbose = is_verbose() or any(a in ("-v", "--verbose") for a in argv)
+            quieted = [] if verbose else [logging.getLogger(n) for n in _BEAM_ERROR_LOGGERS]
             levels = [(log, log.level) for log in quieted]
             for log in quieted:
                 log.setLevel(logging.CRITICAL)
