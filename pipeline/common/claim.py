@@ -175,15 +175,15 @@ class _GcsStore:
 
     atomic = True
 
-    def __init__(self, folder: str, client=None):
+    def __init__(self, folder: str, client=None, options=None):
         from apache_beam.io.gcp.gcsio import parse_gcs_path
 
         bucket, prefix = parse_gcs_path(folder.rstrip("/") + "/", object_optional=True)
-        if client is None:
+        if client is None:  # the credentials and project the run's own options name
             from apache_beam.io.gcp.gcsio import create_storage_client
             from apache_beam.options.pipeline_options import PipelineOptions
 
-            client = create_storage_client(PipelineOptions())
+            client = create_storage_client(options or PipelineOptions())
         self.bucket = client.bucket(bucket)
         self.name = prefix + CLAIM
 
@@ -257,11 +257,11 @@ class _OtherStore:
             FileSystems.delete([self.path])
 
 
-def store_for(folder: str):
+def store_for(folder: str, options=None):
     if "://" not in folder:
         return _LocalStore(folder)
     if folder.startswith("gs://"):
-        return _GcsStore(folder)
+        return _GcsStore(folder, options=options)
     return _OtherStore(folder)
 
 
@@ -287,9 +287,11 @@ class Claim:
         self.release()
 
 
-def claim_output(folder: str, overwrite: bool, command: list[str], store=None) -> Claim:
-    """Takes the claim on `folder` (which must exist) or raises OutputBusy naming its holder."""
-    store = store or store_for(folder)
+def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
+                 options=None) -> Claim:
+    """Takes the claim on `folder` (which must exist) or raises OutputBusy naming its holder.
+    `options`: the run's PipelineOptions (gs:// credentials and project)."""
+    store = store or store_for(folder, options)
     me = Holder.this_process(command)
     if not store.atomic:
         log(f"warning: {folder} is on a filesystem without atomic creates: two runs started at "

@@ -38,24 +38,35 @@ def parquet_rows(path: str) -> int:
 
 # A TFRecord record's framing around its data: length (8 bytes), its CRC (4), the data's CRC (4).
 TFRECORD_FRAMING = 16
+TFRECORD_BATCH = 1024
 
 
 def tfrecord_records(path: str, expected: int | None = None) -> Iterator[bytes]:
     """A TFRecord file's records (CRC-checked by tf.data); IncompleteInput naming the file when
     it is damaged, cut short, or holds another number of records than `expected`.
 
-    tf.data reads a file cut inside a record's 12-byte header as if it ended there, so the
-    records' framed sizes are added up and compared with the file's size (uncompressed files)."""
+    Read in batches (one Python step per record was ~100x slower); when a batch breaks off, its
+    whole records are read again one by one, so "after record N" is exact. tf.data reads a file
+    cut inside a record's 12-byte header as if it ended there, so the records' framed sizes are
+    added up and compared with the file's size (uncompressed files)."""
     import tensorflow as tf
 
     compressed = path.lower().endswith(".gz")
+    dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if compressed else "")
     n = framed = 0
     try:
-        for record in tf.data.TFRecordDataset(
-                path, compression_type="GZIP" if compressed else "").as_numpy_iterator():
-            n += 1
-            framed += len(record) + TFRECORD_FRAMING
-            yield record
+        try:
+            for batch in dataset.batch(TFRECORD_BATCH).as_numpy_iterator():
+                for record in batch:
+                    n += 1
+                    framed += len(record) + TFRECORD_FRAMING
+                    yield record
+        except tf.errors.OpError:  # the damage is somewhere in this batch: find where
+            for record in dataset.skip(n).as_numpy_iterator():
+                n += 1
+                framed += len(record) + TFRECORD_FRAMING
+                yield record
+            raise
     except tf.errors.OpError as e:
         raise IncompleteInput(f"{path} is damaged ({tfrecord_cause(e)}) after record {n}") from e
     size = None if compressed else _size(path)

@@ -78,3 +78,24 @@ def test_null_text_is_not_a_missing_field(tmp_path):
     null, missing = read_file(str(path), "jsonl", FIELDS)
     assert null.reason == "text field 'text' is null"
     assert missing.reason == "missing text field 'text'"
+
+
+def test_corrupt_tfrecord_keeps_the_records_before_the_damage(tmp_path):
+    import tensorflow as tf
+
+    path = str(tmp_path / "rows.tfrecord")
+    offsets = []
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(3000):  # more than one read batch
+            text = tf.train.Feature(bytes_list=tf.train.BytesList(value=[f"row {i}".encode()]))
+            record = tf.train.Example(features=tf.train.Features(feature={"text": text}))
+            w.write(record.SerializeToString())
+            offsets.append(len(record.SerializeToString()) + 16)
+    data = bytearray(open(path, "rb").read())
+    data[sum(offsets[:2500]) + 14] ^= 0xFF  # inside record 2501's data: its checksum fails
+    open(path, "wb").write(bytes(data))
+    items = list(read_file(path, "tfrecord", FIELDS))
+    assert [r.text for r in items[:-1]] == [f"row {i}" for i in range(2500)]
+    assert items[-1].kind == INCOMPLETE and items[-1].reason == (
+        f"{path} is damaged (a record's checksum does not match: corrupt data) after record "
+        "2500; the rest of the file was lost")
