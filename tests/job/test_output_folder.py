@@ -178,4 +178,5 @@ def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, ca
         assert os.listdir(disk / "out") == []  # no manifest, no staging, no claim
     finally:
         if mounted:
-            subprocess.run(["umount", str(disk)], check=True)
+            # lazily: a file the failed write left open must not keep the mount busy
+            subprocess.run(["umount", "-l", str(disk)], check=True)

@@ -38,7 +38,7 @@ def test_every_pooling_matches_numpy(tiny_export, tiny_checkpoint, tmp_path, nor
     out = str(tmp_path / "out")
     manifest = run_job(out, "--input", corpus, "--model", tiny_export,
                        "--pooling", "cls,pooled_output,mean,mean@-2,max@0",
-                       "--normalize" if normalize else "--no-normalize", "--batch_tokens", "24")
+                       "--normalize" if normalize else "--no-normalize", "--batch_tokens", "64")
     ref, lengths = _reference(tiny_checkpoint[1], TEXTS)
     rows, examples = parquet_rows(out), tfrecord_rows(out)
     assert len(rows) == len(examples) == len(TEXTS)

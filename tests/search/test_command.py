@@ -33,7 +33,7 @@ def output(tiny_export, tmp_path_factory):
     corpus = write_lines(str(folder / "corpus.txt"), _corpus())
     out = str(folder / "out")
     run_job(out, "--input", corpus, "--model", tiny_export, "--pooling", "mean,cls",
-            "--no-normalize", "--format", "parquet", "--num_shards", "7", "--batch_tokens", "40")
+            "--no-normalize", "--format", "parquet", "--num_shards", "7", "--batch_tokens", "64")
     return out
 
 
