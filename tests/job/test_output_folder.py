@@ -143,6 +143,21 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
         "a new cat", "a new dog", "a new bird"}
 
 
+def test_a_stopped_run_releases_its_claim(tiny_export, tmp_path):
+    fifo = tmp_path / "slow.txt"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    stopped = _start(out, "--input", str(fifo), "--model", tiny_export)
+    try:
+        _wait_for(lambda: any(p.name.startswith(".beam-embed-staging-") for p in out.iterdir())
+                  if out.exists() else False, stopped)
+        stopped.send_signal(signal.SIGTERM)  # what a scheduler or `timeout` sends
+        assert stopped.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        stopped.kill()
+    assert not (out / CLAIM).exists() and not (out / "manifest.json").exists()
+
+
 def _mount_tmpfs(folder: Path, size: str) -> bool:
     folder.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
