@@ -34,6 +34,13 @@ def _start(output, *args) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _held_run(tmp_path, output, *args) -> tuple[subprocess.Popen, Path]:
+    """A run reading a FIFO: it stays inside its pipeline until the test feeds or kills it."""
+    fifo = tmp_path / "slow.txt"
+    os.mkfifo(fifo)
+    return _start(output, "--input", str(fifo), *args), fifo
+
+
 def _wait_for(condition, process: subprocess.Popen, seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -75,10 +82,8 @@ def _consistent(output: Path) -> dict:
 
 
 def test_a_second_run_into_a_busy_folder_fails_at_once_naming_the_holder(tiny_export, tmp_path):
-    fifo = tmp_path / "slow.txt"
-    os.mkfifo(fifo)
     out = tmp_path / "out"
-    first = _start(out, "--input", str(fifo), "--model", tiny_export)
+    first, fifo = _held_run(tmp_path, out, "--model", tiny_export)
     try:
         _wait_for(lambda: _holder(out) is not None, first)
         holder = _holder(out)
@@ -109,9 +114,7 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
     run_job(str(out), "--input", old_corpus, "--model", tiny_export)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
-    fifo = tmp_path / "slow.txt"
-    os.mkfifo(fifo)
-    doomed = _start(out, "--input", str(fifo), "--model", tiny_export, "--overwrite")
+    doomed, _ = _held_run(tmp_path, out, "--model", tiny_export, "--overwrite")
     try:
         _wait_for(lambda: (h := _holder(out)) is not None and h.pid == doomed.pid, doomed)
         _wait_for(lambda: any(p.name.startswith(".beam-embed-staging-") for p in out.iterdir()),
@@ -131,12 +134,13 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
     new_corpus = write_lines(str(tmp_path / "new.txt"), ["a new cat", "a new dog", "a new bird"])
     args = ["--output", str(out), "--progress_every", "0", "--input", new_corpus, "--model",
             tiny_export]
-    assert main(args) == exits.OUTPUT_BUSY
-    line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"is claimed by run {killed.run_id} (pid {killed.pid} on" in line
-    assert "which is no longer running (killed or crashed)" in line and "--overwrite" in line
+    assert main(args) == exits.BAD_CONFIG  # the old run is there: replacing it needs the flag
+    assert "holds a previous run" in capsys.readouterr().err
 
     assert main([*args, "--overwrite"]) == exits.OK
+    err = capsys.readouterr().err
+    assert f"took over the claim of run {killed.run_id} (pid {killed.pid} on" in err
+    assert "removed " in err and "beam-temp-embeddings-0123abcd, left by a run" in err
     manifest = _consistent(out)  # staging and beam-temp leftovers are gone, the claim too
     assert manifest["counts"]["embedded"] == 3
     assert {r["text"] for r in parquet_rows(str(out)).values()} == {
@@ -144,10 +148,8 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
 
 
 def test_a_stopped_run_releases_its_claim(tiny_export, tmp_path):
-    fifo = tmp_path / "slow.txt"
-    os.mkfifo(fifo)
     out = tmp_path / "out"
-    stopped = _start(out, "--input", str(fifo), "--model", tiny_export)
+    stopped, _ = _held_run(tmp_path, out, "--model", tiny_export)
     try:
         _wait_for(lambda: any(p.name.startswith(".beam-embed-staging-") for p in out.iterdir())
                   if out.exists() else False, stopped)
@@ -156,6 +158,24 @@ def test_a_stopped_run_releases_its_claim(tiny_export, tmp_path):
     finally:
         stopped.kill()
     assert not (out / CLAIM).exists() and not (out / "manifest.json").exists()
+
+
+def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, capsys):
+    out = tmp_path / "out"
+    killed, _ = _held_run(tmp_path, out, "--model", tiny_export)
+    try:
+        _wait_for(lambda: _holder(out) is not None, killed)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat"])
+    args = ["--output", str(out), "--progress_every", "0", "--input", corpus, "--model",
+            tiny_export]
+    assert main(args) == exits.OUTPUT_BUSY
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"beam-embed run: --output {out} is claimed by run ")
+    assert f"(pid {killed.pid} on " in line and "which is no longer running" in line
+    assert main([*args, "--overwrite"]) == exits.OK
 
 
 def _mount_tmpfs(folder: Path, size: str) -> bool:
