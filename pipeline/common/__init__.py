@@ -1,10 +1,10 @@
 """Pieces shared by the embedding job and the follow-up commands: the records that flow between
 stages, the output folder's manifest (names, writing, reading, fingerprint), the claim on an
-output folder and the staging a run is swapped in from (claim.py, staging.py), the checks readers
-make on the manifest's shards (shards.py), errors as one line and the exit codes (errors.py,
-exits.py), how every command parses its flags (flags.py) and the choices they list
-(choices.py), the tool's log lines and the libraries' silence (quiet.py), which Beam runner a
-local run gets, and the sample corpus.
+output folder and the staging a run is swapped in from (claim.py, claim_stores.py, staging.py),
+the checks readers make on the manifest's shards (shards.py), errors as one line and the exit
+codes (errors.py, exits.py), how every command parses its flags (flags.py) and the choices they
+list (choices.py), the tool's log lines and the libraries' silence (quiet.py), which Beam runner
+a local run gets, and the sample corpus.
 
 May import: models, Beam, pyarrow, numpy (flags.py, choices.py, quiet.py, errors.py and
 exits.py import none of them at module level: --help needs them light). Never a command package

@@ -13,7 +13,8 @@ import pytest
 from google.api_core.exceptions import NotFound, PreconditionFailed
 
 from pipeline.common import exits
-from pipeline.common.claim import CLAIM, Holder, OutputBusy, _GcsStore, claim_output
+from pipeline.common.claim import CLAIM, Holder, OutputBusy, claim_output
+from pipeline.common.claim_stores import _GcsStore
 
 
 def _try_claim(args) -> bool:
