@@ -18,6 +18,15 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.common.errors import IncompleteInput, one_line
 
 
+class DamagedFile(IncompleteInput):
+    """A file that breaks off: `what` happened to it, without its path (dead letters name the
+    file in their own fields)."""
+
+    def __init__(self, path: str, what: str):
+        super().__init__(f"{path} {what}")
+        self.path, self.what = path, what
+
+
 def _name(path: str) -> str:
     return FileSystems.split(path)[1]
 
@@ -68,11 +77,11 @@ def tfrecord_records(path: str, expected: int | None = None) -> Iterator[bytes]:
                 yield record
             raise
     except tf.errors.OpError as e:
-        raise IncompleteInput(f"{path} is damaged ({tfrecord_cause(e)}) after record {n}") from e
+        raise DamagedFile(path, f"is damaged ({tfrecord_cause(e)}) after record {n}") from e
     size = None if compressed else _size(path)
     if size is not None and framed != size:
-        raise IncompleteInput(f"{path} is damaged (it ends with {size - framed} bytes that are "
-                              f"not a whole record: cut short) after record {n}")
+        raise DamagedFile(path, f"is damaged (it ends with {size - framed} bytes that are not a "
+                                f"whole record: cut short) after record {n}")
     if expected is not None and n != expected:
         raise IncompleteInput(f"{path} holds {n} records, but the manifest counts {expected} in "
                               "it; it was replaced or cut at a record boundary: restore it or "

@@ -12,9 +12,8 @@ import io
 import json
 from collections.abc import Callable, Iterator
 
-from pipeline.common.errors import IncompleteInput
 from pipeline.common.records import INCOMPLETE, DeadLetter, Record
-from pipeline.common.shards import tfrecord_records
+from pipeline.common.shards import DamagedFile, tfrecord_records
 
 Item = Record | DeadLetter
 COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
@@ -189,8 +188,9 @@ def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
                 values = list(getattr(feature, kind).value) if kind else []
                 row[key] = values[0] if len(values) == 1 else (values or None)
             yield fields.record(path, n, row)
-    except IncompleteInput as e:
-        yield DeadLetter.of(path, path, f"{e}; the rest of the file was lost", kind=INCOMPLETE)
+    except DamagedFile as e:
+        yield DeadLetter.of(path, path, f"the file {e.what}; the rest of the file was lost",
+                            kind=INCOMPLETE)
 
 
 READERS: dict[str, Callable[[str, object, Fields], Iterator[Item]]] = {

@@ -50,7 +50,8 @@ def read_file(path: str, fmt: str, fields: Fields) -> Iterator[Record | DeadLett
     except READ_ERRORS as e:
         where = ("before its first line" if f is None else
                  f"after line {f.lines}" if fmt in LINE_FORMATS else f"after record {records}")
-        yield DeadLetter.of(path, path, f"{path} {why_incomplete(e)} {where}; the rest of the "
+        # the path is the dead letter's id and source; a reason without it groups with alike
+        yield DeadLetter.of(path, path, f"the file {why_incomplete(e)} {where}; the rest of the "
                             "file was lost", kind=INCOMPLETE)
 
 

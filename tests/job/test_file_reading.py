@@ -42,7 +42,7 @@ def test_cut_short_file_ends_in_a_dead_letter_after_its_last_whole_line(tmp_path
         assert len(expected) > 500 and [r.text for r in records] == expected
     assert [r.text for r in records] == LINES[:len(records)]  # whole lines only, in order
     assert isinstance(last, DeadLetter) and last.kind == INCOMPLETE and last.id == path
-    assert last.reason == (f"{path} is cut short (the compressed stream ends before its "
+    assert last.reason == ("the file is cut short (the compressed stream ends before its "
                            f"end-of-stream marker) after line {len(records)}; the rest of the "
                            "file was lost")
 
@@ -51,7 +51,7 @@ def test_corrupt_and_unreadable_files(tmp_path):
     bad = tmp_path / "bad.jsonl.gz"
     bad.write_bytes(b"not gzip at all")
     [item] = read_file(str(bad), "jsonl", FIELDS)
-    assert item.kind == INCOMPLETE and item.reason.startswith(f"{bad} is corrupt (")
+    assert item.kind == INCOMPLETE and item.reason.startswith("the file is corrupt (")
     assert item.reason.endswith("after line 0; the rest of the file was lost")
     folder = tmp_path / "folder.txt"
     folder.mkdir()
@@ -97,5 +97,5 @@ def test_corrupt_tfrecord_keeps_the_records_before_the_damage(tmp_path):
     items = list(read_file(path, "tfrecord", FIELDS))
     assert [r.text for r in items[:-1]] == [f"row {i}" for i in range(2500)]
     assert items[-1].kind == INCOMPLETE and items[-1].reason == (
-        f"{path} is damaged (a record's checksum does not match: corrupt data) after record "
+        "the file is damaged (a record's checksum does not match: corrupt data) after record "
         "2500; the rest of the file was lost")

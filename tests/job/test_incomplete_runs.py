@@ -63,10 +63,10 @@ def test_cut_short_inputs_are_accounted_for_and_the_run_exits_incomplete(tiny_ex
     assert c["read"] == c["embedded"] + c["skipped_empty"] + c["dead_lettered"]
     lost = {x["source"]: x["reason"] for x in dead_letters(str(out)) if x["kind"] == "incomplete"}
     assert lost == {
-        f"{d}/part.txt.gz": f"{d}/part.txt.gz is cut short (the compressed stream ends before its "
+        f"{d}/part.txt.gz": "the file is cut short (the compressed stream ends before its "
                             f"end-of-stream marker) after line {len(whole_lines)}; the rest of the "
                             "file was lost",
-        f"{d}/part.txt.bz2": f"{d}/part.txt.bz2 is cut short (the compressed stream ends before "
+        f"{d}/part.txt.bz2": "the file is cut short (the compressed stream ends before "
                              "its end-of-stream marker) after line 0; the rest of the file was "
                              "lost"}
     assert not [p for p in os.listdir(out) if p.startswith((".beam-embed", "beam-temp"))]

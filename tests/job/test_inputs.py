@@ -72,7 +72,7 @@ def test_bad_input_reconciles_exactly(tiny_export, tmp_path):
     reasons = " | ".join(sorted(x["reason"] for x in dead))
     for expected in ("not UTF-8", "NUL", "malformed JSON", "not an object",
                      "missing text field 'text'", "is int, not a string", "fields, header has",
-                     "over --max-text-bytes", "corrupt.txt.gz is corrupt", "empty text"):
+                     "over --max-text-bytes", "the file is corrupt", "empty text"):
         assert expected in reasons, expected
     assert all(len(x["excerpt"]) <= 200 for x in dead)
 
