@@ -7,13 +7,15 @@ in the SavedModel ties the export to Keras internals. weight_map.py maps a check
 onto BertWeights; this module is the forward pass that is saved.
 It loads with `tf.saved_model.load` / `hub.load` and needs only TensorFlow.
 
-Low precision (`encoder.bf16(inputs)`, `encoder.fp16(inputs)`): the same contract and outputs
-(float32), computed with the matmuls and attention in bfloat16/float16 (accumulating in float32)
-and LayerNorm and the residual stream in float32. The graph is written for oneDNN on CPU (measured with ONEDNN_VERBOSE=1 on a
-2-core AMX machine, TF 2.21):
-- the matmul weights are graph constants, not variables: only then does oneDNN's fused
-  MatMul+BiasAdd cache them pre-packed and run the AMX brgemm kernel (from a variable it takes a
-  plain `gemm:jit` kernel, ~4x slower);
+Fused functions (`encoder.fp32(inputs)`, `encoder.bf16(inputs)`, `encoder.fp16(inputs)`): the
+same contract and outputs (float32), from one graph written for the CPU kernels, with its matmuls
+in float32, bfloat16 or float16 (accumulating in float32; LayerNorm and the residual stream stay
+float32). The graph is written for oneDNN on CPU (measured with ONEDNN_VERBOSE=1 on a 2-core AMX
+machine, TF 2.21):
+- the low-precision matmul weights are graph constants, not variables: only then does oneDNN's
+  fused MatMul+BiasAdd cache them pre-packed and run the AMX brgemm kernel (from a variable it
+  takes a plain `gemm:jit` kernel, ~4x slower). `fp32` reads its variables (constants measured
+  no faster on Eigen, and would store a second float32 copy of the model in the SavedModel);
 - bias and GELU are written as `bias_add` + `0.5*x*(1+erf(x/sqrt 2))`, the pattern TF's remapper
   fuses into that matmul as a oneDNN post-op (tf.nn.gelu's erfc form runs unfused, in bf16 Eigen:
   slower than the matmul itself);
@@ -21,9 +23,14 @@ and LayerNorm and the residual stream in float32. The graph is written for oneDN
   positive axis, constant gamma/beta). That fused kernel ignores the graph's epsilon and uses
   1e-3, so the input is scaled by c = sqrt(1e-3 / eps) first and the graph's epsilon is
   eps * c^2: LayerNorm(c*x, eps*c^2) == LayerNorm(x, eps) exactly, whichever epsilon is used.
-Without oneDNN (GPU, TF_ENABLE_ONEDNN_OPTS=0) the same graph runs unfused and gives the same
-numbers. XLA (`jit_compile`) was measured ~4.5x slower than this graph on CPU (its CPU backend
-does not reach AMX), so nothing here is compiled with it.
+Without oneDNN (GPU, TF_ENABLE_ONEDNN_OPTS=0, and CPUs without AVX-512/AMX, where TensorFlow turns
+oneDNN off by default and runs Eigen) the same graph runs unfused and gives the same numbers. On
+such a CPU (AVX2 only) bf16 has no hardware and runs at the fp32 graph's speed; `fp32` is the fast
+exact path there: Eigen still fuses the bias into the matmul (`_FusedMatMul`), and the 2-D
+layout avoids the einsum graph's 3-D broadcasts and unstacks (measured ~7% less CPU time than
+`__call__` at the job's batch shapes, outputs within 5e-6). XLA (`jit_compile`) was measured
+~4.5x slower than this graph on an AMX CPU (its CPU backend does not reach AMX), so nothing here
+is compiled with it.
 """
 
 from __future__ import annotations
@@ -163,14 +170,20 @@ class BertEncoder(tf.Module):
         }
 
     @tf.function(input_signature=[_INPUT_SPEC])
+    def fp32(self, inputs):
+        """`__call__` in the fused layout, float32 throughout: the same numbers to float32
+        rounding, fewer and cheaper ops (the fast exact path on CPUs without AMX)."""
+        return self._fused(inputs, tf.float32)
+
+    @tf.function(input_signature=[_INPUT_SPEC])
     def bf16(self, inputs):
         """`__call__` with bfloat16 matmuls (AMX on CPUs that have it; GPUs)."""
-        return self._low_precision(inputs, tf.bfloat16)
+        return self._fused(inputs, tf.bfloat16)
 
     @tf.function(input_signature=[_INPUT_SPEC])
     def fp16(self, inputs):
         """`__call__` with float16 matmuls (for GPUs; CPUs run float16 slowly)."""
-        return self._low_precision(inputs, tf.float16)
+        return self._fused(inputs, tf.float16)
 
     def _const(self, var: tf.Variable, dtype) -> tf.Tensor:
         """The variable's value as a constant of the traced graph (see the module docstring)."""
@@ -189,15 +202,19 @@ class BertEncoder(tf.Module):
         inv = tf.math.rsqrt(var + self._eps * scale * scale) * gamma
         return x * inv + (beta - inv * mean)
 
+    def _weight(self, var: tf.Variable, dtype) -> tf.Tensor:
+        """A matmul weight in `dtype`: the variable in float32, a constant below (see above)."""
+        return var if dtype == tf.float32 else self._const(var, dtype)
+
     def _dense(self, x, kernel, bias, dtype):
-        return tf.nn.bias_add(tf.matmul(x, self._const(kernel, dtype)), self._const(bias, dtype))
+        return tf.nn.bias_add(tf.matmul(x, self._weight(kernel, dtype)), self._weight(bias, dtype))
 
     def _activation_fn(self, x):
         if self._activation in _ERF_GELU:
             return 0.5 * x * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
         return ACTIVATIONS[self._activation](x)
 
-    def _low_precision_transformer(self, x, bias, layer: _Layer, dtype, batch, seq):
+    def _fused_transformer(self, x, bias, layer: _Layer, dtype, batch, seq):
         """One layer on x [batch * seq, width] float32; matmuls in `dtype`."""
         width = x.shape[-1]
         heads = self._num_heads
@@ -218,7 +235,7 @@ class BertEncoder(tf.Module):
         return self._fused_norm(x + tf.cast(out, tf.float32), layer.ffn_norm_gamma,
                                 layer.ffn_norm_beta)
 
-    def _low_precision(self, inputs, dtype):
+    def _fused(self, inputs, dtype):
         ids = inputs["input_word_ids"]
         mask = tf.cast(inputs["input_mask"], tf.float32)
         batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
@@ -232,7 +249,7 @@ class BertEncoder(tf.Module):
         bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -3e4, dtype)
         outputs = []
         for layer in self.layers:
-            x = self._low_precision_transformer(x, bias, layer, dtype, batch, seq)
+            x = self._fused_transformer(x, bias, layer, dtype, batch, seq)
             outputs.append(tf.reshape(x, [batch, seq, width]))
         return self._outputs(outputs)
 

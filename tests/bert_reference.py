@@ -69,10 +69,12 @@ def _ln(x, g, b, eps=1e-12):
     return (x - mu) / np.sqrt(var + eps) * g + b
 
 
-def _gelu(x, act):
+def _activation(x, act):
     x = x.astype(np.float64)
     if act == "gelu":
         return 0.5 * x * (1 + _erf(x / sqrt(2)))
+    if act == "relu":
+        return np.maximum(x, 0.0)
     return 0.5 * x * (1 + np.tanh(sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
@@ -105,7 +107,7 @@ def forward(w, ids, mask, type_ids, layers, heads, hidden_act="gelu"):
         ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, width)
         x = _ln(x + lin(ctx, "attention.output.dense"),
                 w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
-        h = _gelu(lin(x, "intermediate.dense"), hidden_act)
+        h = _activation(lin(x, "intermediate.dense"), hidden_act)
         x = _ln(x + lin(h, "output.dense"),
                 w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
         outs.append(x)

@@ -50,14 +50,15 @@ def load_pair(encoder: str, preprocessor: str):
 
 
 def select_precision(encoder, handle: str, precision: str):
-    """The loaded encoder's function for `precision`: fp32 is the contract's own call; bf16/fp16
-    are the functions `export-model` adds (see models/bert_encoder.py). TF-Hub's own BERT
-    SavedModels have only fp32: asking them for less fails here, before any data is read."""
+    """The loaded encoder's function for `precision`: the fused functions `export-model` adds
+    (`fp32`, `bf16`, `fp16`; see models/bert_encoder.py), else, for fp32, the contract's own
+    call. TF-Hub's own BERT SavedModels have only that call: asking them for less than fp32
+    fails here, before any data is read."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; expected one of {list(PRECISIONS)}")
-    if precision == "fp32":
-        return encoder
     fn = getattr(encoder, precision, None)
+    if precision == "fp32":
+        return fn if callable(fn) else encoder
     if fn is None or not callable(fn):
         raise ValueError(
             f"precision {precision!r} needs an encoder exported by `beam-embed export-model` "

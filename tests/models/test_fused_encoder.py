@@ -1,0 +1,96 @@
+"""The export's fused encoder functions (`fp32`, `bf16`) against the independent numpy BERT
+(tests/bert_reference.py) for each activation, and `--precision fp32` running the fused fp32
+function of an export-model encoder (the contract's own call for other encoders)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from models.encoders.bert import select_precision
+from models.export import export_checkpoint
+from tests.bert_reference import forward, write_checkpoint
+
+IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],
+                [2, 8, 3, 0, 0, 0, 0, 0, 0]], np.int32)
+MASK = (IDS != 0).astype(np.int32)
+TYPES = np.array([[0] * 9, [0, 0, 0, 0, 1, 1, 1, 0, 0], [0] * 9], np.int32)
+INPUTS = {"input_word_ids": IDS, "input_mask": MASK, "input_type_ids": TYPES}
+REAL = MASK.astype(bool)
+
+
+@pytest.fixture(scope="module", params=["gelu", "gelu_new", "relu"])
+def export(request, tmp_path_factory):
+    """(activation, checkpoint weights, loaded encoder) of a tiny random 2-layer BERT."""
+    act = request.param
+    src = str(tmp_path_factory.mktemp(f"ckpt_{act}"))
+    weights = write_checkpoint(src, hidden_act=act, seed=11)
+    out = str(tmp_path_factory.mktemp(f"export_{act}"))
+    export_checkpoint(src, out)
+    return act, weights, tf.saved_model.load(os.path.join(out, "encoder"))
+
+
+def _cosine(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def test_fused_fp32_matches_numpy_bert(export):
+    act, weights, enc = export
+    out = enc.fp32(INPUTS)
+    layers, pooled = forward(weights, IDS, MASK, TYPES, layers=2, heads=2, hidden_act=act)
+    for i, ref in enumerate(layers):  # every layer, every real token
+        got = out["encoder_outputs"][i].numpy()
+        assert got.dtype == np.float32 and got.shape == ref.shape
+        np.testing.assert_allclose(got[REAL], ref[REAL], atol=1e-5, rtol=1e-5, err_msg=f"layer {i}")
+    np.testing.assert_array_equal(out["sequence_output"].numpy(),
+                                  out["encoder_outputs"][-1].numpy())
+    np.testing.assert_allclose(out["pooled_output"].numpy(), pooled, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(out["default"].numpy(), out["pooled_output"].numpy())
+
+
+def test_fused_fp32_equals_the_contract_call(export):
+    """Every output of every position, padding included, within float32 rounding."""
+    _, _, enc = export
+    fused, call = enc.fp32(INPUTS), enc(INPUTS)
+    for i, (a, b) in enumerate(zip(fused["encoder_outputs"], call["encoder_outputs"])):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, err_msg=f"layer {i}")
+    np.testing.assert_allclose(fused["pooled_output"].numpy(), call["pooled_output"].numpy(),
+                               atol=1e-5)
+
+
+def test_fused_bf16_matches_numpy_bert(export):
+    act, weights, enc = export
+    out = enc.bf16(INPUTS)
+    layers, pooled = forward(weights, IDS, MASK, TYPES, layers=2, heads=2, hidden_act=act)
+    for i, ref in enumerate(layers):
+        got = out["encoder_outputs"][i].numpy()
+        assert _cosine(got[REAL], ref[REAL]).min() >= 0.999, f"layer {i}"
+        np.testing.assert_allclose(got[REAL], ref[REAL], atol=0.1)
+    assert _cosine(out["pooled_output"].numpy(), pooled).min() >= 0.999
+
+
+def test_fp32_precision_runs_the_fused_function(export, tmp_path):
+    """export-model encoders: the fused fp32 function; encoders without it (TF-Hub's own): the
+    contract's call, which is still exact."""
+    _, _, enc = export
+    fn = select_precision(enc, "export", "fp32")
+    assert fn is enc.fp32
+    np.testing.assert_allclose(fn(INPUTS)["sequence_output"].numpy(),
+                               enc(INPUTS)["sequence_output"].numpy(), atol=1e-5)
+
+    class CallOnly(tf.Module):
+        @tf.function(input_signature=[{k: tf.TensorSpec([None, None], tf.int32, name=k)
+                                       for k in INPUTS}])
+        def __call__(self, inputs):
+            return {"sequence_output": tf.cast(inputs["input_word_ids"], tf.float32)}
+
+    path = str(tmp_path / "call_only")
+    tf.saved_model.save(CallOnly(), path)
+    call_only = tf.saved_model.load(path)
+    assert select_precision(call_only, path, "fp32") is call_only
+    with pytest.raises(ValueError, match="precision 'bf16' needs an encoder exported by"):
+        select_precision(call_only, path, "bf16")
