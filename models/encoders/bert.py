@@ -14,6 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from models import cpu
 from models.bert_encoder import PRECISIONS
 from models.encoder import Encoder, WordPieces
 from models.hub_loader import load_once, resolve_handle
@@ -65,10 +66,17 @@ def select_precision(encoder, handle: str, precision: str):
             f"(export format 3 or later); {handle!r} computes in fp32 only (TF-Hub's own BERT "
             f"SavedModels have no {precision} path). Use --precision fp32, or export the "
             "checkpoint (or re-export an older export) with `beam-embed export-model`")
-    if precision == "fp16" and not tf.config.list_physical_devices("GPU"):
-        logging.getLogger(__name__).warning(
-            "--precision fp16 without a GPU: CPUs have no fast float16 matmul here; bf16 is the "
-            "fast CPU precision (AMX/AVX-512 bf16)")
+    if precision != "fp32" and not tf.config.list_physical_devices("GPU"):
+        flags = cpu.cpu_flags()
+        if precision == "fp16":
+            logging.getLogger(__name__).warning(
+                "--precision fp16 without a GPU: CPUs have no fast float16 matmul here; bf16 is "
+                "the fast CPU precision (AMX/AVX-512 bf16)")
+        elif flags and not cpu.has_fast_bf16(flags):
+            logging.getLogger(__name__).warning(
+                "--precision bf16 on a CPU without %s: bf16 is emulated here, no faster than "
+                "fp32 and less exact; fp32 is the fast precision on this CPU",
+                " or ".join(cpu.FAST_BF16_FLAGS))
     return fn
 
 

@@ -94,3 +94,20 @@ def test_fp32_precision_runs_the_fused_function(export, tmp_path):
     assert select_precision(call_only, path, "fp32") is call_only
     with pytest.raises(ValueError, match="precision 'bf16' needs an encoder exported by"):
         select_precision(call_only, path, "bf16")
+
+
+@pytest.mark.parametrize("flags, warned", [({"avx2", "fma"}, True),
+                                           ({"avx512f", "avx512_bf16"}, False),
+                                           ({"amx_tile", "amx_bf16"}, False)])
+def test_bf16_without_bf16_hardware_warns(export, monkeypatch, caplog, flags, warned):
+    """Where the CPU has neither AMX nor AVX-512 BF16, bf16 is emulated: the user is told fp32 is
+    the fast precision there (and bf16 still runs)."""
+    from models import cpu
+
+    _, _, enc = export
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset(flags))
+    with caplog.at_level("WARNING"):
+        fn = select_precision(enc, "export", "bf16")
+    message = "bf16 is emulated here, no faster than fp32 and less exact"
+    assert (message in caplog.text) == warned
+    assert fn is enc.bf16
