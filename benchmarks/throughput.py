@@ -31,7 +31,8 @@ One invocation, one corpus, one model (all-MiniLM-L6-v2, the `minilm` preset):
   matmul    TF's MatMul + bias rate (GFLOP/s) at the model's projection shapes and the run's
             typical rows per call, fp32 and bf16: the ceiling for the encoder's matmuls.
   profile   one encoder call of the run's most common shape under TensorFlow's profiler, time
-            per op type, for each of our precisions.
+            per op type, for each of our precisions, and its GFLOP/s against TF's MatMul rate
+            measured in the same process.
   start-up  where each side's process time goes: interpreter start, imports, model load,
             pipeline build, first batch (warm-up), the work, finalize, exit.
   memory    the in-process job again on 10x the corpus: peak RSS growth.
@@ -648,8 +649,10 @@ def report(result: dict) -> None:
           "matmul rate")
     prof = result["profile"]
     for precision, p in prof["profiles"].items():
-        print(f"one {prof['rows']}x{prof['seq']} encoder call, {precision}: "
-              + "\n".join(format_profile(p)))
+        rate = p["matmul_rate"]["overall"]
+        print(f"one {prof['rows']}x{prof['seq']} encoder call, {precision}: {p['gflops_per_s']} "
+              f"GFLOP/s = {p['gflops_per_s'] / rate:.2f} of TF's {precision} MatMul+bias rate in "
+              f"the same process ({rate} GFLOP/s); " + "\n".join(format_profile(p)))
     for side, runs in result["startup"].items():
         if runs:
             keys = list(runs[0])

@@ -251,26 +251,32 @@ def worker_matmul(args) -> dict:
 
 
 def worker_profile(args) -> dict:
-    """One encoder call per precision at rows x seq under TensorFlow's profiler, per op type."""
+    """One encoder call per precision at rows x seq under TensorFlow's profiler, per op type,
+    and TF's MatMul + bias rate at the same rows in the same process."""
     import numpy as np
     import tensorflow as tf
-    from op_profile import op_profile
+    from op_profile import encoder_flops, matmul_rate, op_profile
 
     sys.path.insert(0, REPO)
     from models.encoders.bert import HubBertEncoder, select_precision
 
-    texts = _read_corpus(args.corpus)
-    out = {}
     encoder = HubBertEncoder(os.path.join(args.model, "encoder"),
                              os.path.join(args.model, "preprocessor"), MAX_SEQ_LENGTH)
-    pieces = encoder.tokenize(texts[:args.rows])
+    dims = _dims(encoder, args.model)
+    pieces = encoder.tokenize(_read_corpus(args.corpus))
     lengths = pieces.row_lengths().numpy()
-    # texts of about the profiled length, so the padding is the job's, not worst-case
+    # the corpus's texts nearest the profiled length: the job's padding, not the worst case
     order = np.argsort(np.abs(lengths + 2 - args.seq), kind="stable")[:args.rows]
     packed = encoder.pack(tf.gather(pieces, order)[:, :args.seq - 2], args.seq, args.rows)
+    flops = encoder_flops(args.rows, args.seq, **dims)
+    out = {}
     for precision in args.precisions.split(","):
         fn = select_precision(_loaded(args.model)[1], args.model, precision)
-        out[precision] = op_profile(fn, packed)
+        profile = op_profile(fn, packed)
+        rate = matmul_rate(precision, args.rows * args.seq, dims["width"], dims["intermediate"])
+        profile["gflops_per_s"] = round(flops / profile["wall_ms"] / 1e6, 1)
+        profile["matmul_rate"] = rate
+        out[precision] = profile
     return {"rows": args.rows, "seq": args.seq, "profiles": out}
 
 

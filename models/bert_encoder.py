@@ -27,8 +27,9 @@ Without oneDNN (GPU, TF_ENABLE_ONEDNN_OPTS=0, and CPUs without AVX-512/AMX, wher
 oneDNN off by default and runs Eigen) the same graph runs unfused and gives the same numbers. On
 such a CPU (AVX2 only) bf16 has no hardware and runs at the fp32 graph's speed; `fp32` is the fast
 exact path there: Eigen still fuses the bias into the matmul (`_FusedMatMul`), and the 2-D
-layout avoids the einsum graph's 3-D broadcasts and unstacks (measured ~7% less CPU time than
-`__call__` at the job's batch shapes, outputs within 5e-6). XLA (`jit_compile`) was measured
+layout avoids the einsum graph's 3-D broadcasts and unstacks (MiniLM at the job's group shapes,
+6 interleaved rounds: 6% less CPU time than `__call__`, range 5-7%; outputs within 6e-6; a tiny
+8x8 call 35% faster). XLA (`jit_compile`) was measured
 ~4.5x slower than this graph on an AMX CPU (its CPU backend does not reach AMX), so nothing here
 is compiled with it.
 """
