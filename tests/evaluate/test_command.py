@@ -67,7 +67,9 @@ def test_pairs_and_triplets_match_numpy_and_scipy(tiny_export, tiny_checkpoint, 
         row = by_key["pairs", pooling]
         assert row["n"] == len(PAIRS) and row["model"] == tiny_export
         assert row["spearman"] == pytest.approx(stats.spearmanr(sims, gold).statistic, abs=1e-6)
-        assert row["pearson"] == pytest.approx(stats.pearsonr(sims, gold).statistic, abs=1e-6)
+        # Pearson moves with the vectors' float32 rounding (the fused encoder's differs from the
+        # numpy reference's by ~1e-6); the ranks behind Spearman do not.
+        assert row["pearson"] == pytest.approx(stats.pearsonr(sims, gold).statistic, abs=1e-5)
         wins = _cos(q[pooling], p[pooling]) > _cos(q[pooling], n[pooling])
         assert by_key["triplets", pooling]["accuracy"] == pytest.approx(wins.mean())
 

@@ -121,6 +121,8 @@ def test_multi_process_direct_runner_writes_the_same_vectors(tiny_export, tmp_pa
     assert len(manifest["files"]["parquet"]) == 3 and len(two) == len(TEXTS) * 5
     assert manifest["files"]["parquet"][0] == "embeddings-00000-of-00003.parquet"
     assert one.keys() == two.keys()
+    # Three shards batch the texts differently from one, and the encoder's float32 rounding
+    # depends on the batch shape: equal to float32 precision, not bit for bit.
     for rid in one:
-        np.testing.assert_allclose(two[rid]["mean"], one[rid]["mean"], atol=1e-6)
-        np.testing.assert_allclose(two[rid]["cls"], one[rid]["cls"], atol=1e-6)
+        np.testing.assert_allclose(two[rid]["mean"], one[rid]["mean"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(two[rid]["cls"], one[rid]["cls"], rtol=1e-5, atol=1e-5)
