@@ -9,6 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.pca.fit import PcaFit
 from pipeline.pca.inputs import vectors_of
+from pipeline.pca.sink import ProjectionSink
 
 PROJECTIONS = "projections"  # shards: projections-00000-of-00004.parquet
 
@@ -24,10 +25,10 @@ def projection_schema(k: int, columns: dict) -> pa.Schema:
 
 
 def project_block(block: pa.Table, fit: PcaFit, schema: pa.Schema) -> pa.Table:
-    """One block of records -> its projection table (float64 maths, float32 storage)."""
+    """One block of records -> its projection table (float32 coordinates)."""
     pooling = fit.spec.pooling
     coords = fit.transform(vectors_of(block, pooling.column, pooling.width))
-    coords = np.ascontiguousarray(coords.T, dtype=np.float32)
+    coords = np.ascontiguousarray(coords.T)
     arrays = {"id": block.column("id")}
     arrays.update(zip(pc_names(len(coords)), coords))
     arrays.update({c: block.column(c) for c in schema.names if c not in arrays})
@@ -58,6 +59,5 @@ class WriteProjections(beam.PTransform):
     def expand(self, tables):
         return (tables
                 | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names)
-                | "WriteParquet" >> beam.io.WriteToParquetBatched(
-                    FileSystems.join(self.folder, PROJECTIONS), self.schema, codec="snappy",
-                    file_name_suffix=".parquet"))
+                | "WriteParquet" >> beam.io.Write(ProjectionSink(
+                    FileSystems.join(self.folder, PROJECTIONS), self.schema)))
