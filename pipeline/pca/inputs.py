@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from pipeline.common.manifest import PoolingColumn
 from pipeline.common.shards import tfrecord_records
+from pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
 
 TFRECORD_BATCH = 4096
 
@@ -80,10 +81,11 @@ class ReadEmbeddings(beam.PTransform):
         files = pbegin | "ListShards" >> beam.Create(list(self.shards))
         if self.fmt == "parquet":
             return files | "ReadParquet" >> beam.io.ReadAllFromParquetBatched(
-                columns=list(self.columns) + [self.pooling.column])
+                columns=list(self.columns) + [self.pooling.column]).with_output_types(pa.Table)
         return (files
                 | "SpreadShards" >> beam.Reshuffle()
                 | "ReadTFRecord" >> beam.FlatMap(_shard_records, self.rows)
                 | "BatchExamples" >> beam.BatchElements(min_batch_size=TFRECORD_BATCH,
                                                         max_batch_size=TFRECORD_BATCH)
-                | "ParseExamples" >> beam.Map(parse_examples, self.columns, self.pooling))
+                | "ParseExamples" >> beam.Map(parse_examples, self.columns, self.pooling
+                                              ).with_output_types(pa.Table))

@@ -44,7 +44,8 @@ class ProjectEmbeddings(beam.PTransform):
         self.fit, self.schema = fit, schema
 
     def expand(self, blocks):
-        return blocks | "ApplyFit" >> beam.Map(project_block, self.fit, self.schema)
+        return blocks | "ApplyFit" >> beam.Map(project_block, self.fit, self.schema
+                                                ).with_output_types(pa.Table)
 
 
 class WriteProjections(beam.PTransform):
@@ -58,6 +59,7 @@ class WriteProjections(beam.PTransform):
 
     def expand(self, tables):
         return (tables
-                | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names)
+                | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names
+                                              ).with_output_types(pa.Table)
                 | "WriteParquet" >> beam.io.Write(ProjectionSink(
                     FileSystems.join(self.folder, PROJECTIONS), self.schema)))
