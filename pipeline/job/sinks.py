@@ -24,6 +24,13 @@ from pipeline.common.manifest import (
 from pipeline.common.records import EmbeddedBatch
 from pipeline.common.shards import count_rows
 from pipeline.job.parquet_sink import write_parquet_batches
+from pipeline.job.tfrecord_sink import (
+    bytes_feature,
+    example,
+    float_features,
+    int64_feature,
+    write_tfrecord_batches,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +81,25 @@ class OutputSchema:
 
         return {col: tf.train.Feature(float_list=tf.train.FloatList(value=rows[col][i]))
                 for col, _ in self.widths}
+
+    def serialized(self, batch: EmbeddedBatch) -> list[bytes]:
+        """The batch's records as serialized `tf.train.Example`s (the features `examples`
+        builds, in key order), encoded in bulk by pipeline.job.tfrecord_sink."""
+        vectors = {col: float_features(batch.vectors[col]) for col, _ in self.widths}
+        out = []
+        for i, r in enumerate(batch.records):
+            f = {"id": bytes_feature([r.id.encode("utf-8")]),
+                 "source": bytes_feature([r.source.encode("utf-8")]),
+                 "num_tokens": int64_feature([batch.num_tokens[i]]),
+                 "truncated": int64_feature([batch.truncated[i]])}
+            if self.include_text:
+                f["text"] = bytes_feature([r.text.encode("utf-8")])
+            meta = dict(r.meta)
+            f.update({k: bytes_feature([meta[k].encode("utf-8")])
+                      for k in self.metadata_fields if meta.get(k) is not None})
+            f.update({col: rows[i] for col, rows in vectors.items()})
+            out.append(example(f))
+        return out
 
     def examples(self, batch: EmbeddedBatch):
         import tensorflow as tf
@@ -128,10 +154,10 @@ class WriteTFRecord(beam.PTransform):
 
     def expand(self, batches):
         return (batches
-                | "ToExamples" >> beam.FlatMap(self._schema.examples)
-                | "WriteShards" >> beam.io.WriteToTFRecord(
-                    FileSystems.join(self._output, PREFIX), num_shards=self._shards,
-                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=".tfrecord"))
+                | "ToExamples" >> beam.Map(self._schema.serialized)
+                | "WriteShards" >> write_tfrecord_batches(
+                    FileSystems.join(self._output, PREFIX), self._shards, ".tfrecord",
+                    SHARD_TEMPLATE))
 
 
 class WriteDeadLetters(beam.PTransform):
