@@ -6,6 +6,7 @@ from pipeline.common.quiet import configure, verbose_requested
 
 if __name__ == "__main__":
     configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
+    from pipeline.common.exits import exit_now
     from pipeline.job.command import main
 
-    sys.exit(main())
+    exit_now(main())
