@@ -122,7 +122,10 @@ def worker_job(args) -> dict:
     sys.path.insert(0, REPO)
     import importlib
 
-    run = importlib.import_module("pipeline.run")  # TensorFlow, Beam and the project
+    # what `python -m pipeline.run` does: quiet libraries, then the command (its module is
+    # only an entry point; importing it runs nothing)
+    importlib.import_module("pipeline.common.quiet").configure(False)
+    run = importlib.import_module("pipeline.job.command")  # TensorFlow, Beam and the project
     marks = {"imports": time.time()}
     import apache_beam
 
@@ -305,6 +308,12 @@ def main(argv=None) -> int:
     data["marks"]["finished"] = time.time()
     with open(args.out + ".json", "w") as f:
         json.dump(data, f)
+    if args.kind == "job":  # end as `python -m pipeline.run` ends, where it skips the teardown
+        try:
+            from pipeline.common.exits import exit_now
+        except ImportError:  # an older checkout: the interpreter's own exit
+            return 0
+        exit_now(0)
     return 0
 
 
