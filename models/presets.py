@@ -46,6 +46,8 @@ class ModelSpec:
     pooling: tuple[str, ...]
     normalize: bool
     max_seq_length: int | None
+    # An export of a checkpoint without pooler weights computes pooled_output as zeros.
+    has_pooler: bool = True
 
 
 def load_presets(path: str = PRESETS_FILE) -> dict[str, dict]:
@@ -110,6 +112,7 @@ def from_export(folder: str, kind: str = "bert", name: str | None = None) -> Mod
         pooling=(meta.get("pooling", "cls"),),
         normalize=bool(meta.get("normalize", False)),
         max_seq_length=meta.get("max_seq_length"),
+        has_pooler=bool(meta.get("has_pooler", True)),
     )
 
 

@@ -77,6 +77,18 @@ def _check_options(options: tuple[tuple[str, str], ...]) -> None:
                 check_choice(flag, value, choices)
 
 
+def _check_pooler(found, chosen: tuple[str, ...], registry) -> None:
+    """pooled_output of an export whose checkpoint had no pooler is all zeros: refused here, with
+    the poolings that do carry the text, rather than written as vectors."""
+    if found.has_pooler or "pooled_output" not in chosen:
+        return
+    usable = sorted(p for p in registry.poolers if p != "pooled_output")
+    layered = " (layered: e.g. mean@-2)" if registry.layered else ""
+    raise ValueError(f"pooling 'pooled_output': {found.name} has no pooler (its checkpoint had no "
+                     f"pooler/dense weights), so it would be all zeros; expected one of "
+                     f"{usable}{layered}")
+
+
 def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                  preprocessor: str | None = None, kind: str | None = None,
                  poolings: tuple[str, ...] = (), normalize: bool | None = None,
@@ -108,6 +120,7 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
     if granularity == "token":
         registry.parse_token_layer(token_layer)  # kinds without token vectors refuse here
     registry.parse_poolings(chosen)  # names (and fixed layers) checked before any load
+    _check_pooler(found, chosen, registry)
     max_len = (max_seq_length if max_seq_length is not None
                else found.max_seq_length or registry.max_seq_length)
     if max_len is not None:

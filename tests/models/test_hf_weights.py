@@ -1,5 +1,6 @@
 """Hugging Face folders read without keras-hub: safetensors (one file or sharded), any prefix,
-both LayerNorm spellings, bf16 storage; extra heads listed, a missing pooler reported."""
+both LayerNorm spellings, bf16 storage; extra heads listed, a missing pooler reported and its
+pooled_output refused."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 
 from models.checkpoint import CheckpointError
 from models.export import export_checkpoint
+from models.spec import encoder_spec
 from models.weight_map import HF_NAMES, Tensors, map_weights
 from tests.bert_reference import forward, write_checkpoint
 
@@ -91,6 +93,9 @@ def test_missing_pooler_exports_zeros_and_says_so(tmp_path, caplog):
     assert not pooled.any()
     assert meta["has_pooler"] is False and "no pooler" in meta["warnings"][0]
     assert "no pooler" in caplog.text
+    with pytest.raises(ValueError, match=r"pooled_output.*no pooler.*'cls', 'max', 'mean'"):
+        encoder_spec(str(tmp_path / "out"), poolings=("cls", "pooled_output"))
+    assert encoder_spec(str(tmp_path / "out"), poolings=("cls", "mean")).poolings == ("cls", "mean")
 
 
 CONFIG = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2,
