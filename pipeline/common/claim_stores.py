@@ -13,6 +13,8 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
+from models.hub_loader import is_remote
+
 CLAIM = ".beam-embed-claim.json"
 
 
@@ -178,7 +180,7 @@ class _OtherStore:
 
 
 def store_for(folder: str, options=None):
-    if "://" not in folder:
+    if not is_remote(folder):
         return _LocalStore(folder)
     if folder.startswith("gs://"):
         return _GcsStore(folder, options=options)

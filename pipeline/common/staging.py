@@ -20,6 +20,7 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from models.hub_loader import is_remote
 from pipeline.common.log import log
 from pipeline.common.manifest import MANIFEST, existing_outputs
 
@@ -30,7 +31,7 @@ BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's FileBasedSink: <output dir>/beam-temp-
 def _delete_folders(paths: list[str]) -> None:
     """Deletes folders with everything in them: a local folder by its own path; on object
     stores a trailing "/" deletes every object under the name."""
-    FileSystems.delete([p.rstrip("/") + ("/" if "://" in p else "") for p in paths])
+    FileSystems.delete([p.rstrip("/") + ("/" if is_remote(p) else "") for p in paths])
 
 
 def staging_folder(folder: str, run_id: str) -> str:
@@ -41,7 +42,7 @@ def _children(folder: str, prefix: str) -> set[str]:
     """Paths of the entries of `folder` whose name starts with `prefix`, files or folders (a
     killed run's folders may be empty). Object stores have no folders: they are found through
     the objects under them."""
-    if "://" not in folder:
+    if not is_remote(folder):
         names = os.listdir(folder) if os.path.isdir(folder) else []
         return {os.path.join(folder, n) for n in names if n.startswith(prefix)}
     base = folder.rstrip("/") + "/"

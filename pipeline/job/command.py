@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
         beam_flags()[0].print_help()
         return exits.OK
+    from models.hub_loader import is_remote
     from pipeline.common.manifest import JOB_OUTPUTS, make_folder, refuse_previous_run
     from pipeline.job.config import configure
     from pipeline.job.options import EmbedOptions, parse
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
     code = claimed_run(options, cfg, files, argv)
-    if code == exits.BAD_CONFIG and created and "://" not in cfg.output \
+    if code == exits.BAD_CONFIG and created and not is_remote(cfg.output) \
             and not os.listdir(cfg.output):  # a refused run leaves nothing behind
         os.rmdir(cfg.output)
     return code

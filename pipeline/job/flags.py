@@ -37,9 +37,12 @@ def add_job_flags(parser) -> None:
     g.add_argument("--max_text_bytes", "--max-text-bytes", type=int, default=1 << 20,
                    help="longer texts are dead-lettered")
     g.add_argument("--model", default="minilm",
-                   help="a preset from configs/models.yaml or an export-model folder")
-    g.add_argument("--encoder", help="TF-Hub encoder handle (overrides --model)")
-    g.add_argument("--preprocessor", help="TF-Hub preprocessor handle for --encoder")
+                   help="a preset from configs/models.yaml, an export-model folder, or a "
+                        "SavedModel (TF-Hub URL, gs:// path or folder) of a recognized kind")
+    g.add_argument("--encoder", help="TF-Hub encoder handle (overrides --model); with "
+                                     "--preprocessor a BERT pair, alone its kind (ELMo, TF1 "
+                                     "BERT, text-in) is recognized from the module")
+    g.add_argument("--preprocessor", help="TF-Hub preprocessor handle for a BERT --encoder")
     g.add_argument("--elmo_signature", "--elmo-signature", default="tokens",
                    help="ELMo: `tokens` (words and punctuation split properly) or `default` "
                         "(the module's own split on spaces)")
