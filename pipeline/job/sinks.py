@@ -21,9 +21,9 @@ from pipeline.common.manifest import (
     listed_files,
     write_manifest,
 )
+from pipeline.common.parquet_sink import write_parquet_batches
 from pipeline.common.records import EmbeddedBatch
 from pipeline.common.shards import count_rows
-from pipeline.job.parquet_sink import write_parquet_batches
 from pipeline.job.tfrecord_sink import (
     bytes_feature,
     example,

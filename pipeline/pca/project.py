@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.common.parquet_sink import write_parquet_batches
 from pipeline.pca.fit import PcaFit
 from pipeline.pca.inputs import vectors_of
-from pipeline.pca.sink import ProjectionSink
 
 PROJECTIONS = "projections"  # shards: projections-00000-of-00004.parquet
 
@@ -61,5 +61,8 @@ class WriteProjections(beam.PTransform):
         return (tables
                 | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names
                                               ).with_output_types(pa.Table)
-                | "WriteParquet" >> beam.io.Write(ProjectionSink(
-                    FileSystems.join(self.folder, PROJECTIONS), self.schema)))
+                | "WriteParquet" >> write_parquet_batches(
+                    FileSystems.join(self.folder, PROJECTIONS), self.schema,
+                    compression="snappy", dictionary=[
+                        f.name for f in self.schema
+                        if f.name != "id" and not pa.types.is_floating(f.type)]))

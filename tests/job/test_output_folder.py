@@ -192,7 +192,7 @@ def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, ca
     disk = tmp_path / "disk"
     mounted = _mount_tmpfs(disk, "256k")
     if not mounted:
-        from pipeline.job.parquet_sink import ParquetBatchSink
+        from pipeline.common.parquet_sink import ParquetBatchSink
 
         def full(self, handle, table):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
