@@ -82,39 +82,42 @@ class OutputSchema:
         return {col: tf.train.Feature(float_list=tf.train.FloatList(value=rows[col][i]))
                 for col, _ in self.widths}
 
+    def record_features(self, batch: EmbeddedBatch, i: int, text, ints) -> dict:
+        """Record i's features other than its vectors, the one list both TFRecord routes
+        write: `text` encodes a str, `ints` a list of integers."""
+        r = batch.records[i]
+        f = {"id": text(r.id), "source": text(r.source),
+             "num_tokens": ints([batch.num_tokens[i]]), "truncated": ints([batch.truncated[i]])}
+        if self.include_text:
+            f["text"] = text(r.text)
+        meta = dict(r.meta)
+        f.update({k: text(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
+        return f
+
     def serialized(self, batch: EmbeddedBatch) -> list[bytes]:
         """The batch's records as serialized `tf.train.Example`s (the features `examples`
         builds, in key order), encoded in bulk by pipeline.job.tfrecord_sink."""
         vectors = {col: float_features(batch.vectors[col]) for col, _ in self.widths}
         out = []
-        for i, r in enumerate(batch.records):
-            f = {"id": bytes_feature([r.id.encode("utf-8")]),
-                 "source": bytes_feature([r.source.encode("utf-8")]),
-                 "num_tokens": int64_feature([batch.num_tokens[i]]),
-                 "truncated": int64_feature([batch.truncated[i]])}
-            if self.include_text:
-                f["text"] = bytes_feature([r.text.encode("utf-8")])
-            meta = dict(r.meta)
-            f.update({k: bytes_feature([meta[k].encode("utf-8")])
-                      for k in self.metadata_fields if meta.get(k) is not None})
+        for i in range(len(batch.records)):
+            f = self.record_features(batch, i, _wire_text, int64_feature)
             f.update({col: rows[i] for col, rows in vectors.items()})
             out.append(example(f))
         return out
 
     def examples(self, batch: EmbeddedBatch):
+        """The same records through protobuf's API (token-level rows, which are ragged)."""
         import tensorflow as tf
 
         rows = self.vector_rows(batch)
-        for i, r in enumerate(batch.records):
-            f = {"id": _bytes(r.id), "source": _bytes(r.source),
-                 "num_tokens": _ints([batch.num_tokens[i]]),
-                 "truncated": _ints([batch.truncated[i]])}
-            if self.include_text:
-                f["text"] = _bytes(r.text)
-            meta = dict(r.meta)
-            f.update({k: _bytes(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
+        for i in range(len(batch.records)):
+            f = self.record_features(batch, i, _bytes, _ints)
             f.update(self.vector_features(rows, i))
             yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+
+def _wire_text(value: str) -> bytes:
+    return bytes_feature([value.encode("utf-8")])
 
 
 def _ints(values):
