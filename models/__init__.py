@@ -10,6 +10,8 @@
     embedder.py       texts -> one vector per pooling (truncation, chunking, batch planning)
     tokens.py         texts -> token-level vectors with offsets
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
+    tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls
+    export_format.py  an export folder's metadata file name and format version (no TensorFlow)
     cpu.py            the CPU features that decide whether bf16 is fast here
     export.py, checkpoint*.py, hf_checkpoint.py, google_checkpoint.py, weight_map.py,
     bert_encoder.py, bert_preprocessor.py
@@ -17,6 +19,6 @@
                       SavedModels
 
 May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
-embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py, cpu.py and
-hub_loader.py import none at module import time.
+embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py, cpu.py,
+export_format.py, tf_import.py and hub_loader.py import none at module import time.
 """

@@ -22,11 +22,9 @@ from models.bert_encoder import PRECISIONS, BertEncoder
 from models.bert_preprocessor import BertPreprocessor
 from models.checkpoint import Checkpoint, CheckpointError
 from models.checkpoint_layout import inspect_checkpoint, open_tensors
+from models.export_format import FORMAT_VERSION, METADATA_FILE
 from models.weight_map import MappedWeights, map_weights
 
-METADATA_FILE = "beam_embed.json"
-# 2: the preprocessor has tokenize_with_offsets; 3: encoder.bf16/.fp16; 4: encoder.fp32 (fused)
-FORMAT_VERSION = 4
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "
              "use cls or mean pooling")

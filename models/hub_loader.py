@@ -29,14 +29,42 @@ def _cannot(handle: str, e: Exception) -> HandleError:
         "access, or export a local copy with `beam-embed export-model`")
 
 
+def _downloads(handle: str) -> bool:
+    """A TF-Hub/Kaggle URL, which tensorflow_hub resolves to a download in its cache."""
+    return handle.startswith(("http://", "https://"))
+
+
+def _load_saved_model(path: str, tags):
+    """What `hub.load` does once the handle is a folder (local or gs://): TF1 Hub modules
+    (tfhub_module.pb) load with the empty tag set. Without importing tensorflow_hub, which
+    imports all of Keras 2 (tf_keras) first (see tf_import.py)."""
+    import tensorflow as tf
+
+    is_hub_module_v1 = tf.io.gfile.exists(os.path.join(path, "tfhub_module.pb"))
+    if tags is None and is_hub_module_v1:
+        tags = []
+    if not any(tf.io.gfile.exists(os.path.join(path, name))
+               for name in ("saved_model.pb", "saved_model.pbtxt")):
+        raise ValueError(f"{path!r} contains neither saved_model.pb nor saved_model.pbtxt")
+    loaded = tf.saved_model.load(path, tags=tags)
+    loaded._is_hub_module_v1 = is_hub_module_v1  # as hub.load marks it (hub.KerasLayer reads it)
+    return loaded
+
+
 def load_handle(handle: str, tags=None):
     """`hub.load` with errors that name the handle; local folders must exist."""
-    import tensorflow as tf
-    import tensorflow_hub as hub
-    import tensorflow_text  # noqa: F401  (registers the ops BERT preprocessors use)
+    from models.tf_import import import_tensorflow_lean, register_text_ops
 
+    import_tensorflow_lean()
+    import tensorflow as tf
+
+    register_text_ops()  # the ops BERT preprocessors and text-in embedders call
     _check_local(handle)
     try:
+        if not _downloads(handle):
+            return _load_saved_model(handle, tags)
+        import tensorflow_hub as hub
+
         return hub.load(handle, tags=tags)
     except (OSError, ValueError, tf.errors.OpError, RuntimeError) as e:
         raise _cannot(handle, e) from e

@@ -17,7 +17,7 @@ from models.hub_loader import is_remote
 def _export_metadata(encoder: str) -> dict:
     import tensorflow as tf
 
-    from models.export import METADATA_FILE
+    from models.export_format import METADATA_FILE
 
     meta = os.path.join(os.path.dirname(encoder.rstrip("/")), METADATA_FILE)
     if not tf.io.gfile.exists(meta):

@@ -78,12 +78,14 @@ def checkpoint_folder(checkpoint: str) -> str:
 
 def exported(checkpoint: str, name: str) -> str:
     """The export of a checkpoint folder in the cache, made on first use."""
-    from models.export import FORMAT_VERSION, METADATA_FILE, export_checkpoint
+    from models.export_format import FORMAT_VERSION, METADATA_FILE
 
     folder = checkpoint_folder(checkpoint)
     key = hashlib.sha256(f"{os.path.abspath(folder)}|{FORMAT_VERSION}".encode()).hexdigest()[:12]
     out = os.path.join(cache_dir(), f"{name}-{key}")
     if not os.path.exists(os.path.join(out, METADATA_FILE)):
+        from models.export import export_checkpoint
+
         tmp = f"{out}.partial-{os.getpid()}"
         export_checkpoint(folder, tmp, name=name)
         if os.path.exists(out):  # another process finished the same export first
@@ -97,7 +99,7 @@ def from_export(folder: str, kind: str = "bert", name: str | None = None) -> Mod
     """A ModelSpec for an `export-model` output folder (its beam_embed.json supplies defaults)."""
     import tensorflow as tf
 
-    from models.export import METADATA_FILE
+    from models.export_format import METADATA_FILE
 
     meta_file = os.path.join(folder, METADATA_FILE)
     meta = {}

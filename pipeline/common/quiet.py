@@ -76,12 +76,16 @@ def stderr_silenced():
 
 
 def import_tensorflow() -> None:
-    """Loads TensorFlow (and tensorflow-text) now, without its start-up lines when a command
-    asked for quiet (`configure(False)`; local worker processes inherit it through the
+    """Loads TensorFlow and tensorflow-text's ops (without the Keras a run never calls: see
+    models/tf_import.py) now, without their start-up lines when a command asked for quiet (`configure(False)`; local worker processes inherit it through the
     environment; elsewhere, on Dataflow say, TensorFlow loads as usual). Commands call it once
     their flags are checked, the job's model handler before it loads the model."""
+    from models.tf_import import import_tensorflow_lean, register_text_ops
+
     if "tensorflow" in sys.modules or os.environ.get(VERBOSE_ENV) != "0":
+        import_tensorflow_lean()
+        register_text_ops()
         return
     with stderr_silenced():
-        import tensorflow  # noqa: F401
-        import tensorflow_text  # noqa: F401
+        import_tensorflow_lean()
+        register_text_ops()

@@ -35,10 +35,19 @@ def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
     return tuple((p.column, 0) for p in cfg.encoder.parsed_poolings())
 
 
+def _version(distribution: str) -> str:
+    """An installed package's version, without importing it (tensorflow_text imports Keras)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def manifest_base(cfg, widths, files) -> dict:
     """The manifest's fields known before the run; counts and files are added at its end."""
     import tensorflow as tf
-    import tensorflow_text
 
     from models.encoders import encoder_kind
 
@@ -68,7 +77,7 @@ def manifest_base(cfg, widths, files) -> dict:
         "inputs": {"patterns": list(cfg.inputs), "files": len(files),
                    "bytes": sum(size for _, size in files), "split": cfg.split},
         "versions": {"beam": beam.__version__, "tensorflow": tf.__version__,
-                     "tensorflow_text": getattr(tensorflow_text, "__version__", "unknown"),
+                     "tensorflow_text": _version("tensorflow-text"),
                      "python": platform.python_version()},
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "started_unix": time.time(),
