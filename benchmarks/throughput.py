@@ -692,7 +692,7 @@ def report(result: dict) -> None:
     for t in result["targets"]:
         if t["threshold"] < 0.5:
             value = f"{100 * t['median']:+.1f}%"
-        elif t["threshold"] < 1:
+        elif t["threshold"] < 1 and "cosine" in t["target"]:
             value = f"{t['median']:.6f}"
         else:
             value = (f"median {t['median']:.2f}x (min {t['min']:.2f}, max {t['max']:.2f}; "

@@ -64,7 +64,11 @@ def worker_encoder(args) -> dict:
 
     sys.path.insert(0, REPO)
     from pipeline.common.records import Record
-    from pipeline.job.batching import WINDOW_BATCHES, _WindowedSortAndBatchDoFn
+    from pipeline.job.batching import (
+        FIRST_WINDOW_BATCHES,
+        WINDOW_BATCHES,
+        _WindowedSortAndBatchDoFn,
+    )
     from pipeline.job.embed import estimated_tokens
 
     texts = _read_corpus(args.corpus, args.limit)
@@ -75,7 +79,8 @@ def worker_encoder(args) -> dict:
     dims = _dims(encoder, args.model)
     records = [Record(str(i), t, "corpus") for i, t in enumerate(texts)]
     batcher = _WindowedSortAndBatchDoFn(1, MAX_BATCH_SIZE, BATCH_TOKENS, estimated_tokens,
-                                        WINDOW_BATCHES * MAX_BATCH_SIZE)
+                                        WINDOW_BATCHES * MAX_BATCH_SIZE,
+                                        FIRST_WINDOW_BATCHES * MAX_BATCH_SIZE)
     batcher.start_bundle()
     batches = [list(b) for r in records for b in batcher.process(r)]
     batches += [list(wv.value) for wv in batcher.finish_bundle()]

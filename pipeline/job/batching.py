@@ -19,33 +19,43 @@ from apache_beam.transforms.util import _SortAndBatchElementsDoFn
 # sentences: padded/real tokens 1.15x, against 1.14x sorting all of it at once) while the buffer
 # stays a few MB.
 WINDOW_BATCHES = 32
+# The first window of a worker is smaller: the encoder waits for the first batch, and filling a
+# full window first kept it idle (measured: 0.9 s of a 20,000-sentence job on 2 cores, before
+# the first batch; the worker's host work runs ~50 us a record). Later windows fill while the
+# encoder works on the previous one's batches.
+FIRST_WINDOW_BATCHES = 4
 
 
 class _WindowedSortAndBatchDoFn(_SortAndBatchElementsDoFn):
     def __init__(self, min_batch_size, max_batch_size, max_batch_weight, element_size_fn,
-                 window: int):
+                 window: int, first_window: int | None = None):
         super().__init__(min_batch_size, max_batch_size, max_batch_weight, element_size_fn)
         self._window = window
+        self._limit = min(window, first_window or window)
 
     def process(self, element):
         self._buffer.append(element)
-        if len(self._buffer) >= self._window:
+        if len(self._buffer) >= self._limit:
             batches = [wv.value for wv in super().finish_bundle()]  # sorts, cuts, clears
             self._buffer = batches.pop()  # the longest batch waits: it may fill up
+            self._limit = self._window
             yield from batches
 
 
 class SortAndBatchWindows(beam.PTransform):
     """`beam.SortAndBatchElements` with its sort buffer bounded to `window` records (default
-    WINDOW_BATCHES x max_batch_size); global window only, like the job's input."""
+    WINDOW_BATCHES x max_batch_size; a worker's first, FIRST_WINDOW_BATCHES x max_batch_size);
+    global window only, like the job's input."""
 
     def __init__(self, min_batch_size: int, max_batch_size: int, max_batch_weight: int,
-                 element_size_fn, window: int | None = None):
+                 element_size_fn, window: int | None = None, first_window: int | None = None):
         super().__init__()
         self._args = (min_batch_size, max_batch_size, max_batch_weight, element_size_fn)
         self._window = window or WINDOW_BATCHES * max_batch_size
+        self._first = first_window or FIRST_WINDOW_BATCHES * max_batch_size
 
     def expand(self, pcoll):
         if not pcoll.windowing.is_default():
             raise ValueError("SortAndBatchWindows batches globally windowed input only")
-        return pcoll | beam.ParDo(_WindowedSortAndBatchDoFn(*self._args, window=self._window))
+        return pcoll | beam.ParDo(_WindowedSortAndBatchDoFn(
+            *self._args, window=self._window, first_window=self._first))

@@ -13,15 +13,29 @@ def _sizes(n, seed=0):
     return [rng.choice([rng.randint(1, 30), rng.randint(60, 200)]) for _ in range(n)]
 
 
-def _run_dofn(elements, window, max_size=16, max_weight=400):
-    fn = _WindowedSortAndBatchDoFn(1, max_size, max_weight, lambda e: e[1], window)
+def _run_dofn(elements, window, max_size=16, max_weight=400, first_window=None, cuts=None):
+    fn = _WindowedSortAndBatchDoFn(1, max_size, max_weight, lambda e: e[1], window, first_window)
     fn.start_bundle()
     batches, largest_buffer = [], 0
-    for e in elements:
-        batches += [list(b) for b in fn.process(e)]
+    for i, e in enumerate(elements):
+        out = [list(b) for b in fn.process(e)]
+        if out and cuts is not None:
+            cuts.append(i + 1)
+        batches += out
         largest_buffer = max(largest_buffer, len(fn._buffer))
     batches += [list(wv.value) for wv in fn.finish_bundle()]
     return batches, largest_buffer
+
+
+def test_the_first_window_is_cut_early_then_windows_are_full():
+    """The encoder gets its first batches after `first_window` elements, not a whole window."""
+    elements = list(enumerate(_sizes(3000, seed=4)))
+    cuts = []
+    batches, _ = _run_dofn(elements, window=512, first_window=64, cuts=cuts)
+    assert cuts[0] == 64
+    # every later cut waits for a full window (plus the longest batch carried over)
+    assert all(512 - 16 <= b - a <= 512 for a, b in zip(cuts, cuts[1:]))
+    assert sorted(e for b in batches for e in b) == elements
 
 
 def test_every_element_once_within_budgets_and_a_bounded_buffer():

@@ -54,7 +54,7 @@ def _ids(out):
 
 def test_one_batch_in_flight_until_the_next_or_the_bundle_end():
     handler = EncoderHandler(EncoderSpec("bert", "enc", "pre", 16, ("mean",), False, "truncate"),
-                             progress_every_s=0)
+                             progress_every_s=0, in_flight=1)
     model = _Gated()
     first = BundleBatch("b1", tuple(Record(f"a{i}", "x" * (i + 1), "src") for i in range(3)))
     second = BundleBatch("b1", (Record("b0", "yy", "src"),))
@@ -67,6 +67,23 @@ def test_one_batch_in_flight_until_the_next_or_the_bundle_end():
     assert _ids(handler.run_inference([BundleEnd("b1")], model)) == ["b0"]
     assert handler.run_inference([BundleEnd("b1")], model) == []
     assert threading.get_ident() not in model.threads
+
+
+def test_two_in_flight_then_oldest_first_and_the_rest_at_the_bundle_end():
+    handler = EncoderHandler(EncoderSpec("bert", "enc", "pre", 16, ("mean",), False, "truncate"),
+                             progress_every_s=0)  # two in flight by default
+    model = _Gated()
+    batches = [BundleBatch("b1", tuple(Record(f"{k}{i}", "x" * (i + 1), "src") for i in range(2)))
+               for k in "abc"]
+    # the first two queue while the encoder is blocked: neither call waits
+    assert handler.run_inference([batches[0]], model) == []
+    assert handler.run_inference([batches[1]], model) == []
+    model.gate.set()
+    third = _ids(handler.run_inference([batches[2]], model))
+    assert third[:2] == ["a0", "a1"]  # waited for the oldest; the second only if it was done
+    rest = _ids(handler.run_inference([BundleEnd("b1")], model))
+    assert third + rest == ["a0", "a1", "b0", "b1", "c0", "c1"]
+    assert handler.run_inference([BundleEnd("b1")], model) == []
 
 
 def test_batch_left_by_an_unfinished_bundle_is_dropped():
