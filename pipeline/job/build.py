@@ -19,6 +19,10 @@ from pipeline.job.sinks import WRITERS, OutputSchema, WriteDeadLetters, WriteMan
 from pipeline.job.sources import ReadCorpus
 from pipeline.job.token_sinks import TokenSchema
 
+# The manifest's counts, 0 when nothing was counted (split_records too, when records are split).
+COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "tokens",
+          "files_incomplete")
+
 
 def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
@@ -103,21 +107,18 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
         cfg.output, schema, cfg.num_shards) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output))
-    empty = dead | "OnlyEmpty" >> beam.Filter(lambda d: d.kind == EMPTY)
-    errors = dead | "OnlyErrors" >> beam.Filter(lambda d: d.kind != EMPTY)
     # a file that broke off is one dead letter (counted in dead_lettered) for its lost rest
-    incomplete = corpus["read_dead"] | "OnlyIncomplete" >> beam.Filter(
-        lambda d: d.kind == INCOMPLETE)
-    # counted apart (the manifest adds counts of one name): a Flatten here made the FnApiRunner
-    # materialize every record read for a later stage (+160 MB at 200,000 sentences)
-    counts = [("read", count(corpus["read_records"], "Read")),
-              ("read", count(corpus["read_dead"], "ReadDead")),
-              ("embedded", count(embedded["batches"], "Embedded")),
-              ("skipped_empty", count(empty, "Empty")), ("dead_lettered", count(errors, "Dead")),
-              ("truncated", count(embedded["batches"], "Truncated", lambda b: int(b.truncated.sum()))),
-              ("tokens", count(embedded["batches"], "Tokens", lambda b: int(b.num_tokens.sum()))),
-              ("files_incomplete", count(incomplete, "Incomplete"))]
+    counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
+              count(corpus["read_dead"], "ReadDead", lambda d: [("read", 1)] + (
+                  [("files_incomplete", 1)] if d.kind == INCOMPLETE else [])),
+              count(embedded["batches"], "Embedded", lambda b: [
+                  ("embedded", len(b)), ("truncated", int(b.truncated.sum())),
+                  ("tokens", int(b.num_tokens.sum()))]),
+              count(dead, "Dead", lambda d: [
+                  ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
+    names = COUNTS
     if cfg.split != "none":
-        counts.append(("split_records", count(corpus["records"], "Split")))
+        counts.append(count(corpus["records"], "Split", lambda r: [("split_records", 1)]))
+        names += ("split_records",)
     p | "WriteManifest" >> WriteManifest(
-        cfg.output, manifest_base(cfg, widths, files), counts, written)
+        cfg.output, manifest_base(cfg, widths, files), counts, written, names)

@@ -177,25 +177,21 @@ class WriteDeadLetters(beam.PTransform):
                     file_name_suffix=".jsonl"))
 
 
-def count(pcoll, label: str, size=None):
-    """A singleton PCollection summing `size` over elements (default: batches count their
-    records, anything else 1)."""
-    size = size or (lambda x: len(x) if isinstance(x, EmbeddedBatch) else 1)
-    return (pcoll
-            | f"Size{label}" >> beam.Map(size)
-            | f"Count{label}" >> beam.CombineGlobally(sum))
+def count(pcoll, label: str, sizes):
+    """(name, n) pairs for the manifest's counts: `sizes(element)` lists an element's."""
+    return pcoll | f"Count{label}" >> beam.FlatMap(sizes)
 
 
 class _WriteManifest(beam.DoFn):
-    def __init__(self, output: str, base: dict):
-        self._output, self._base = output, base
+    def __init__(self, output: str, base: dict, names: tuple):
+        self._output, self._base, self._names = output, base, names
 
     def process(self, _, counts, files):
         import time
 
         manifest = dict(self._base)
-        manifest["counts"] = {}
-        for k, v in sorted(counts):  # several counts of one name add up
+        manifest["counts"] = dict.fromkeys(self._names, 0)
+        for k, v in sorted(counts):
             manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
         manifest.update(listed_files(files, manifest["formats"]))
         # each shard's rows, read back: readers check them (pipeline.common.shards)
@@ -208,23 +204,29 @@ class _WriteManifest(beam.DoFn):
 
 
 class WriteManifest(beam.PTransform):
-    """Written last: waits for every shard (the written file names are its side input)."""
+    """Written last: waits for every shard (the written file names are its side input).
 
-    def __init__(self, output: str, base: dict, counts: list, written: list):
+    `counts`: PCollections of (name, n) pairs (see `count`), summed by name in one combine;
+    `names`: every count the manifest lists, 0 where nothing was counted. One combine, not one
+    per count: each Beam transform costs pipeline build and runner time (measured on a
+    200-sentence job, 2 cores: build 0.5-0.8 s -> 0.28 s, Pipeline.run 1.8 s -> 1.05 s with
+    nine CombineGlobally replaced), and the pairs are small, so flattening them materializes
+    nothing large (peak RSS +4.5% from 20,000 to 200,000 sentences)."""
+
+    def __init__(self, output: str, base: dict, counts: list, written: list, names: tuple):
         super().__init__()
-        self._output, self._base = output, base
+        self._output, self._base, self._names = output, base, names
         self._counts, self._written = counts, written
 
     def expand(self, pbegin):
         counts, written, p = self._counts, self._written, pbegin
-        labelled = [c | f"Label{i}{name}" >> beam.Map(lambda n, name=name: (name, n))
-                    for i, (name, c) in enumerate(counts)]
-        all_counts = tuple(labelled) | "MergeCounts" >> beam.Flatten()
+        totals = (tuple(counts) | "MergeCounts" >> beam.Flatten()
+                  | "SumCounts" >> beam.CombinePerKey(sum))
         files = tuple(written) | "MergeFiles" >> beam.Flatten()
         return (p
                 | "Start" >> beam.Create([None])
-                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base),
-                                        counts=beam.pvalue.AsList(all_counts),
+                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base, self._names),
+                                        counts=beam.pvalue.AsList(totals),
                                         files=beam.pvalue.AsList(files)))
 
 
