@@ -22,6 +22,7 @@ from pipeline.common.manifest import PoolingColumn
 from pipeline.pca.inputs import vectors_of
 
 CHUNK_ROWS = 8192  # rows summed in float32 at a time: bounds its rounding and the temporaries
+MOMENT_THREADS = 2  # BLAS threads for the moments' rank-k updates (see Moments)
 FIT_VERSION = 1
 
 
@@ -42,10 +43,12 @@ class Moments:
     Each chunk's outer products are summed in float32 BLAS (twice the float64 rate: measured
     70 vs 35 GFLOP/s on one AVX2 core) about the chunk's own mean, then moved back to the
     origin in float64: the float32 rounding is relative to the vectors' spread, not to their
-    mean, so it stays at the float32 vectors' own precision. BLAS runs on one thread: OpenBLAS's
-    spinning threads took the cores from Arrow's decoding threads and from other processes
-    (measured: the job ran 2x slower with two BLAS threads on a shared 2-core machine), and Beam
-    runners scale with one worker process per core."""
+    mean, so it stays at the float32 vectors' own precision. BLAS runs on MOMENT_THREADS
+    threads here, on one in the projection: on an AVX-512 2-core machine two threads for the
+    rank-k updates took the 1M x 384 job from 10.9 s to 10.0 s (median of 3, alternating); more
+    threads than that oversubscribe the cores when a Beam runner starts a worker per core, and
+    OpenBLAS's spinning threads took the cores from Arrow's decoding threads and from other
+    processes (measured earlier on a busy AVX2 machine: 2x slower with two threads throughout)."""
 
     def __init__(self, width: int):
         self.count = 0
@@ -53,7 +56,7 @@ class Moments:
         self.outer = np.zeros((width, width))
 
     def add(self, vectors: np.ndarray) -> Moments:
-        with threadpool_limits(1, user_api="blas"):
+        with threadpool_limits(MOMENT_THREADS, user_api="blas"):
             for start in range(0, len(vectors), CHUNK_ROWS):
                 chunk = np.asarray(vectors[start:start + CHUNK_ROWS], np.float32)
                 sums = chunk.sum(axis=0, dtype=np.float64)
