@@ -132,6 +132,9 @@ def worker_job(args) -> dict:
     importlib.import_module("pipeline.common.quiet").configure(False)
     run = importlib.import_module("pipeline.job.command")  # TensorFlow, Beam and the project
     marks = {"imports": time.time()}
+    # the job's own TensorFlow import (models/tf_import.py), which its configure() makes; the
+    # wrappers below import models.embedder, whose plain `import tensorflow` would load Keras
+    importlib.import_module("pipeline.common.quiet").import_tensorflow()
     import apache_beam
 
     from models import embedder as embedder_module
