@@ -53,12 +53,11 @@ def _load_saved_model(path: str, tags):
 
 def load_handle(handle: str, tags=None):
     """`hub.load` with errors that name the handle; local folders must exist."""
-    from models.tf_import import import_tensorflow_lean, register_text_ops
+    from models.tf_import import register_text_ops
 
-    import_tensorflow_lean()
+    register_text_ops()  # TensorFlow, and the ops BERT preprocessors and text-in embedders call
     import tensorflow as tf
 
-    register_text_ops()  # the ops BERT preprocessors and text-in embedders call
     _check_local(handle)
     try:
         if not _downloads(handle):

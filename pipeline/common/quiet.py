@@ -76,16 +76,13 @@ def stderr_silenced():
 
 
 def import_tensorflow() -> None:
-    """Loads TensorFlow and tensorflow-text's ops (without the Keras a run never calls: see
-    models/tf_import.py) now, without their start-up lines when a command asked for quiet (`configure(False)`; local worker processes inherit it through the
-    environment; elsewhere, on Dataflow say, TensorFlow loads as usual). Commands call it once
-    their flags are checked, the job's model handler before it loads the model."""
-    from models.tf_import import import_tensorflow_lean, register_text_ops
+    """Loads TensorFlow and tensorflow-text's ops now (without the Keras a run never calls: see
+    models/tf_import.py), without their start-up lines when a command asked for quiet
+    (`configure(False)`; local worker processes inherit it through the environment; elsewhere,
+    on Dataflow say, TensorFlow loads as usual). Commands call it once their flags are checked,
+    the job's model handler before it loads the model."""
+    from models.tf_import import register_text_ops
 
-    if "tensorflow" in sys.modules or os.environ.get(VERBOSE_ENV) != "0":
-        import_tensorflow_lean()
-        register_text_ops()
-        return
-    with stderr_silenced():
-        import_tensorflow_lean()
-        register_text_ops()
+    quiet = "tensorflow" not in sys.modules and os.environ.get(VERBOSE_ENV) == "0"
+    with stderr_silenced() if quiet else contextlib.nullcontext():
+        register_text_ops()  # imports TensorFlow first
