@@ -77,7 +77,7 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
     from pipeline.job.config import check_model_limits
     from pipeline.job.options import EmbedOptions
 
-    with unwound_on_sigterm(), \
+    with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
             refuse_previous_run(cfg.output, JOB_OUTPUTS, cfg.overwrite)
@@ -97,6 +97,8 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
             run(options, dataclasses.replace(cfg, output=staging), files, widths)
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)
+            if stopped:  # SIGTERM inside a Beam step, which wraps the SystemExit raised there
+                raise SystemExit(128 + stopped[0]) from e
             raise CommandError(f"the run stopped, nothing was published to {cfg.output} (its "
                                f"previous run, if any, is untouched): {one_line(e)}") from e
         replaced = publish(staging, cfg.output, JOB_OUTPUTS)
@@ -110,17 +112,21 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
 @contextlib.contextmanager
 def unwound_on_sigterm():
     """SIGTERM (a scheduler stopping the run, `timeout`) unwinds the run like Ctrl-C, so its
-    claim is released; only SIGKILL leaves a claim for --overwrite to take over."""
+    claim is released; only SIGKILL leaves a claim for --overwrite to take over. Yields the
+    signals received: Beam re-raises what a step raised as its own error, so the caller tells
+    a stopped run from a failed one by this list, not by the exception."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def stop(signum, frame):
+        received.append(signum)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        yield
+        yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -160,6 +160,28 @@ def test_a_stopped_run_releases_its_claim(tiny_export, tmp_path):
     assert not (out / CLAIM).exists() and not (out / "manifest.json").exists()
 
 
+def test_a_run_stopped_inside_a_beam_step_exits_as_stopped(tiny_export, tmp_path):
+    """SIGTERM while the pipeline reads (Beam wraps what a step raises): still 128 + SIGTERM,
+    not a failed run's exit code, and the claim is released."""
+    out = tmp_path / "out"
+    stopped, fifo = _held_run(tmp_path, out, "--model", tiny_export)
+    fd = None
+    try:
+        while fd is None:  # opening the FIFO's write end succeeds once the read step has it open
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                assert e.errno == errno.ENXIO and stopped.poll() is None
+                time.sleep(0.05)
+        stopped.send_signal(signal.SIGTERM)
+        assert stopped.wait(timeout=120) == 128 + signal.SIGTERM, stopped.stderr.read()[-2000:]
+    finally:
+        stopped.kill()
+        if fd is not None:
+            os.close(fd)
+    assert not (out / CLAIM).exists() and not (out / "manifest.json").exists()
+
+
 def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, capsys):
     out = tmp_path / "out"
     killed, _ = _held_run(tmp_path, out, "--model", tiny_export)
