@@ -7,9 +7,9 @@ in the SavedModel ties the export to Keras internals. weight_map.py maps a check
 onto BertWeights; this module is the forward pass that is saved.
 It loads with `tf.saved_model.load` / `hub.load` and needs only TensorFlow.
 
-Fused functions (`encoder.fp32(inputs)`, `encoder.bf16(inputs)`, `encoder.fp16(inputs)`): the
-same contract and outputs (float32), from one graph written for the CPU kernels, with its matmuls
-in float32, bfloat16 or float16 (accumulating in float32; LayerNorm and the residual stream stay
+Fused functions (`encoder.fp32(inputs)`, and `LowPrecisionEncoder`s for bf16 and fp16, saved as
+their own SavedModels): the same contract and outputs (float32), from one graph written for the
+CPU kernels, with its matmuls in float32, bfloat16 or float16 (accumulating in float32; LayerNorm and the residual stream stay
 float32). The graph is written for oneDNN on CPU (measured with ONEDNN_VERBOSE=1 on a 2-core AMX
 machine, TF 2.21):
 - the low-precision matmul weights are graph constants, not variables: only then does oneDNN's
@@ -176,16 +176,6 @@ class BertEncoder(tf.Module):
         rounding, fewer and cheaper ops (the fast exact path on CPUs without AMX)."""
         return self._fused(inputs, tf.float32)
 
-    @tf.function(input_signature=[_INPUT_SPEC])
-    def bf16(self, inputs):
-        """`__call__` with bfloat16 matmuls (AMX on CPUs that have it; GPUs)."""
-        return self._fused(inputs, tf.bfloat16)
-
-    @tf.function(input_signature=[_INPUT_SPEC])
-    def fp16(self, inputs):
-        """`__call__` with float16 matmuls (for GPUs; CPUs run float16 slowly)."""
-        return self._fused(inputs, tf.float16)
-
     def _const(self, var: tf.Variable, dtype) -> tf.Tensor:
         """The variable's value as a constant of the traced graph (see the module docstring)."""
         with tf.init_scope():
@@ -257,7 +247,36 @@ class BertEncoder(tf.Module):
     @tf.function(input_signature=[_INPUT_SPEC])
     def serving(self, inputs):
         """The `serving_default` signature: the same outputs, layers as flat keys."""
-        out = self(inputs)
-        flat = {k: out[k] for k in ("pooled_output", "default", "sequence_output")}
-        flat.update({f"encoder_outputs_{i}": t for i, t in enumerate(out["encoder_outputs"])})
-        return flat
+        return flat_outputs(self(inputs))
+
+
+def flat_outputs(out: dict) -> dict:
+    flat = {k: out[k] for k in ("pooled_output", "default", "sequence_output")}
+    flat.update({f"encoder_outputs_{i}": t for i, t in enumerate(out["encoder_outputs"])})
+    return flat
+
+
+class LowPrecisionEncoder(tf.Module):
+    """The encoder contract with `precision` matmuls, saved as its own SavedModel beside
+    `encoder/` (`encoder_bf16/`, `encoder_fp16/`): loading a SavedModel parses every function's
+    graph, and each low-precision graph carries the model's matmul weights as constants, so one
+    folder holding all three took ~0.8 s to load where one precision's folder takes ~0.4 s
+    (MiniLM, 2 cores). Only the variables the graph still reads (embeddings, pooler) are saved
+    with it; the `BertEncoder` it traces is not tracked (its variables and functions stay in
+    `encoder/`)."""
+
+    def __init__(self, encoder: BertEncoder, precision: str):
+        super().__init__(name=f"bert_encoder_{precision}")
+        self._dtype = LOW_PRECISIONS[precision]
+        self._source = self._no_dependency(encoder)
+        for name in ("word_embeddings", "position_embeddings", "type_embeddings",
+                     "pooler_kernel", "pooler_bias"):
+            setattr(self, name, getattr(encoder, name))
+
+    @tf.function(input_signature=[_INPUT_SPEC])
+    def __call__(self, inputs):
+        return self._source._fused(inputs, self._dtype)
+
+    @tf.function(input_signature=[_INPUT_SPEC])
+    def serving(self, inputs):
+        return flat_outputs(self(inputs))

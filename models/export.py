@@ -1,7 +1,8 @@
 """A BERT-family checkpoint folder (Hugging Face, or google-research/bert) -> TF-Hub-format
 SavedModels.
 
-    OUT/encoder/        the TF-Hub BERT encoder contract (bert_encoder.py)
+    OUT/encoder/        the TF-Hub BERT encoder contract (bert_encoder.py), float32
+    OUT/encoder_bf16/   the same contract with bfloat16 matmuls (and OUT/encoder_fp16/, float16)
     OUT/preprocessor/   the TF-Hub BERT preprocessor contract (bert_preprocessor.py), vocab inside
     OUT/beam_embed.json name, width, layers, max length, recommended pooling, and where it all
                         came from: layout, weights, activation, lower-casing, unused variables
@@ -18,11 +19,11 @@ import os
 
 import tensorflow as tf
 
-from models.bert_encoder import PRECISIONS, BertEncoder
+from models.bert_encoder import LOW_PRECISIONS, PRECISIONS, BertEncoder, LowPrecisionEncoder
 from models.bert_preprocessor import BertPreprocessor
 from models.checkpoint import Checkpoint, CheckpointError
 from models.checkpoint_layout import inspect_checkpoint, open_tensors
-from models.export_format import FORMAT_VERSION, METADATA_FILE
+from models.export_format import FORMAT_VERSION, METADATA_FILE, precision_folder
 from models.weight_map import MappedWeights, map_weights
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
@@ -71,6 +72,8 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "activation": ckpt.activation,
         "activation_note": ckpt.activation_note,
         "precisions": list(PRECISIONS),
+        "encoders": {p: "encoder" if p == "fp32" else precision_folder("encoder", p)
+                     for p in PRECISIONS},
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
         "has_pooler": mapped.has_pooler,
@@ -95,8 +98,12 @@ def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None, *,
         tok.vocab_file, tok.lower_case, tok.strip_accents, special, tok.flavor)
     preprocessor.concrete_functions()  # trace the 1- and 2-segment packers so they are saved
     tf.io.gfile.makedirs(out_dir)
-    tf.saved_model.save(encoder, os.path.join(out_dir, "encoder"),
-                        signatures={"serving_default": encoder.serving})
+    encoder_dir = os.path.join(out_dir, "encoder")
+    tf.saved_model.save(encoder, encoder_dir, signatures={"serving_default": encoder.serving})
+    for precision in LOW_PRECISIONS:
+        low = LowPrecisionEncoder(encoder, precision)
+        tf.saved_model.save(low, precision_folder(encoder_dir, precision),
+                            signatures={"serving_default": low.serving})
     tf.saved_model.save(preprocessor, os.path.join(out_dir, "preprocessor"),
                         signatures={"serving_default": preprocessor.__call__})
     meta = metadata(ckpt, mapped, name)

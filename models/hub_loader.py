@@ -29,7 +29,7 @@ def _cannot(handle: str, e: Exception) -> HandleError:
         "access, or export a local copy with `beam-embed export-model`")
 
 
-def _downloads(handle: str) -> bool:
+def downloads(handle: str) -> bool:
     """A TF-Hub/Kaggle URL, which tensorflow_hub resolves to a download in its cache."""
     return handle.startswith(("http://", "https://"))
 
@@ -60,7 +60,7 @@ def load_handle(handle: str, tags=None):
 
     _check_local(handle)
     try:
-        if not _downloads(handle):
+        if not downloads(handle):
             return _load_saved_model(handle, tags)
         import tensorflow_hub as hub
 

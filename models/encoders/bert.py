@@ -17,7 +17,8 @@ import tensorflow as tf
 from models import cpu
 from models.bert_encoder import PRECISIONS
 from models.encoder import Encoder, WordPieces
-from models.hub_loader import load_once, resolve_handle
+from models.export_format import precision_folder
+from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
@@ -45,19 +46,31 @@ def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int
     return min(buckets[i] if i < len(buckets) else longest, max_seq_length)
 
 
-def load_pair(encoder: str, preprocessor: str):
-    """(preprocessor, encoder) SavedModels, each loaded once per process."""
-    return load_once(preprocessor), load_once(encoder)
+def precision_handle(encoder: str, precision: str) -> str:
+    """The SavedModel that computes `precision`: an export's own folder for it beside the
+    encoder (`encoder_bf16/`, export format 5), else the encoder itself (older exports keep
+    every precision's function in `encoder/`; TF-Hub's own encoders compute in fp32)."""
+    if precision == "fp32" or downloads(encoder):
+        return encoder
+    folder = precision_folder(encoder, precision)
+    return folder if tf.io.gfile.exists(os.path.join(folder, "saved_model.pb")) else encoder
+
+
+def load_pair(encoder: str, preprocessor: str, precision: str = "fp32"):
+    """(preprocessor, encoder computing `precision`) SavedModels, each loaded once per process."""
+    return load_once(preprocessor), load_once(precision_handle(encoder, precision))
 
 
 def select_precision(encoder, handle: str, precision: str):
-    """The loaded encoder's function for `precision`: the fused functions `export-model` adds
-    (`fp32`, `bf16`, `fp16`; see models/bert_encoder.py), else, for fp32, the contract's own
-    call. TF-Hub's own BERT SavedModels have only that call: asking them for less than fp32
-    fails here, before any data is read."""
+    """The loaded encoder's function for `precision`: a precision's own SavedModel (`handle`
+    names `encoder_bf16/`) is its call; otherwise the fused functions `export-model` added to
+    the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/bert_encoder.py), else,
+    for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
+    asking them for less than fp32 fails here, before any data is read."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; expected one of {list(PRECISIONS)}")
-    fn = getattr(encoder, precision, None)
+    own = precision != "fp32" and handle.rstrip("/").endswith(f"_{precision}")
+    fn = encoder if own else getattr(encoder, precision, None)
     if precision == "fp32":
         return fn if callable(fn) else encoder
     if fn is None or not callable(fn):
@@ -87,10 +100,10 @@ class HubBertEncoder(Encoder):
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
                  precision: str = "fp32"):
-        preprocessor_model, encoder_model = load_pair(encoder, preprocessor)
+        preprocessor_model, encoder_model = load_pair(encoder, preprocessor, precision)
         self.precision = precision
-        self._setup(preprocessor_model, select_precision(encoder_model, encoder, precision),
-                    max_seq_length)
+        self._setup(preprocessor_model, select_precision(
+            encoder_model, precision_handle(encoder, precision), precision), max_seq_length)
 
     def _setup(self, preprocessor, forward, max_seq_length: int) -> None:
         """What every encoder of the TF-Hub BERT contracts shares: `preprocessor` tokenizes

@@ -187,6 +187,7 @@ def test_cli_export_model(tiny_checkpoint, tmp_path, capsys):
     out = str(tmp_path / "cli_export")
     assert main(["export-model", tiny_checkpoint[0], out, "--name", "tiny"]) == 0
     assert "exported tiny (2 layers, width 8" in capsys.readouterr().out
-    assert sorted(os.listdir(out)) == ["beam_embed.json", "encoder", "preprocessor"]
+    assert sorted(os.listdir(out)) == ["beam_embed.json", "encoder", "encoder_bf16", "encoder_fp16",
+                                       "preprocessor"]
     assert main(["export-model", str(tmp_path / "nowhere"), out]) == 2
     assert "does not exist" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.encoders.bert import select_precision
+from models.encoders.bert import load_pair, precision_handle, select_precision
 from models.export import export_checkpoint
 from tests.bert_reference import forward, write_checkpoint
 
@@ -24,13 +24,14 @@ REAL = MASK.astype(bool)
 
 @pytest.fixture(scope="module", params=["gelu", "gelu_new", "relu"])
 def export(request, tmp_path_factory):
-    """(activation, checkpoint weights, loaded encoder) of a tiny random 2-layer BERT."""
+    """(activation, checkpoint weights, loaded encoder, export folder) of a tiny random 2-layer
+    BERT."""
     act = request.param
     src = str(tmp_path_factory.mktemp(f"ckpt_{act}"))
     weights = write_checkpoint(src, hidden_act=act, seed=11)
     out = str(tmp_path_factory.mktemp(f"export_{act}"))
     export_checkpoint(src, out)
-    return act, weights, tf.saved_model.load(os.path.join(out, "encoder"))
+    return act, weights, tf.saved_model.load(os.path.join(out, "encoder")), out
 
 
 def _cosine(a, b):
@@ -39,7 +40,7 @@ def _cosine(a, b):
 
 
 def test_fused_fp32_matches_numpy_bert(export):
-    act, weights, enc = export
+    act, weights, enc, _ = export
     out = enc.fp32(INPUTS)
     layers, pooled = forward(weights, IDS, MASK, TYPES, layers=2, heads=2, hidden_act=act)
     for i, ref in enumerate(layers):  # every layer, every real token
@@ -54,7 +55,7 @@ def test_fused_fp32_matches_numpy_bert(export):
 
 def test_fused_fp32_equals_the_contract_call(export):
     """Every output of every position, padding included, within float32 rounding."""
-    _, _, enc = export
+    _, _, enc, _ = export
     fused, call = enc.fp32(INPUTS), enc(INPUTS)
     for i, (a, b) in enumerate(zip(fused["encoder_outputs"], call["encoder_outputs"])):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, err_msg=f"layer {i}")
@@ -63,8 +64,9 @@ def test_fused_fp32_equals_the_contract_call(export):
 
 
 def test_fused_bf16_matches_numpy_bert(export):
-    act, weights, enc = export
-    out = enc.bf16(INPUTS)
+    act, weights, _, folder = export
+    low = tf.saved_model.load(os.path.join(folder, "encoder_bf16"))
+    out = low(INPUTS)
     layers, pooled = forward(weights, IDS, MASK, TYPES, layers=2, heads=2, hidden_act=act)
     for i, ref in enumerate(layers):
         got = out["encoder_outputs"][i].numpy()
@@ -76,7 +78,7 @@ def test_fused_bf16_matches_numpy_bert(export):
 def test_fp32_precision_runs_the_fused_function(export, tmp_path):
     """export-model encoders: the fused fp32 function; encoders without it (TF-Hub's own): the
     contract's call, which is still exact."""
-    _, _, enc = export
+    _, _, enc, _ = export
     fn = select_precision(enc, "export", "fp32")
     assert fn is enc.fp32
     np.testing.assert_allclose(fn(INPUTS)["sequence_output"].numpy(),
@@ -104,10 +106,55 @@ def test_bf16_without_bf16_hardware_warns(export, monkeypatch, caplog, flags, wa
     the fast precision there (and bf16 still runs)."""
     from models import cpu
 
-    _, _, enc = export
+    _, _, _, folder = export
     monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset(flags))
+    handle = precision_handle(os.path.join(folder, "encoder"), "bf16")
+    low = tf.saved_model.load(handle)
     with caplog.at_level("WARNING"):
-        fn = select_precision(enc, "export", "bf16")
+        fn = select_precision(low, handle, "bf16")
     message = "bf16 is emulated here, no faster than fp32 and less exact"
     assert (message in caplog.text) == warned
-    assert fn is enc.bf16
+    assert fn is low
+
+
+def test_each_low_precision_is_its_own_saved_model(export):
+    """`encoder/` holds only float32 graphs (loading it parses no bf16/fp16 weights);
+    `encoder_bf16/` and `encoder_fp16/` are the same contract, each loaded alone for its
+    precision, and give the same outputs as the fused graph traced in memory."""
+    _, _, enc, folder = export
+    encoder = os.path.join(folder, "encoder")
+    assert not hasattr(enc, "bf16") and not hasattr(enc, "fp16")
+    for precision, atol in (("bf16", 0.1), ("fp16", 0.01)):
+        handle = precision_handle(encoder, precision)
+        assert handle == os.path.join(folder, f"encoder_{precision}")
+        _, low = load_pair(encoder, os.path.join(folder, "preprocessor"), precision)
+        assert not hasattr(low, "fp32") and select_precision(low, handle, precision) is low
+        got, ref = low(INPUTS), enc.fp32(INPUTS)
+        np.testing.assert_allclose(got["sequence_output"].numpy()[REAL],
+                                   ref["sequence_output"].numpy()[REAL], atol=atol)
+        served = low.signatures["serving_default"](**{k: tf.constant(v) for k, v in INPUTS.items()})
+        np.testing.assert_array_equal(served["sequence_output"].numpy(),
+                                      got["sequence_output"].numpy())
+    assert precision_handle(encoder, "fp32") == encoder
+
+
+def test_an_encoder_holding_every_precision_still_runs(tmp_path):
+    """Exports of formats 3-4 kept `bf16`/`fp16` functions on `encoder/` itself (no sibling
+    folder): that function is the one selected."""
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in INPUTS}
+
+    class AllInOne(tf.Module):
+        @tf.function(input_signature=[spec])
+        def __call__(self, inputs):
+            return {"sequence_output": tf.cast(inputs["input_word_ids"], tf.float32)}
+
+        @tf.function(input_signature=[spec])
+        def bf16(self, inputs):
+            return {"sequence_output": tf.cast(inputs["input_word_ids"], tf.float32) + 1.0}
+
+    path = str(tmp_path / "encoder")
+    tf.saved_model.save(AllInOne(), path)
+    assert precision_handle(path, "bf16") == path
+    loaded = tf.saved_model.load(path)
+    fn = select_precision(loaded, path, "bf16")
+    np.testing.assert_array_equal(fn(INPUTS)["sequence_output"].numpy(), IDS + 1.0)

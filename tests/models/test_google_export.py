@@ -24,9 +24,9 @@ REAL = MASK.astype(bool)
 
 
 def _outputs(export_dir, precision="fp32"):
-    enc = tf.saved_model.load(os.path.join(export_dir, "encoder"))
-    fn = enc if precision == "fp32" else getattr(enc, precision)
-    out = fn({"input_word_ids": IDS, "input_mask": MASK, "input_type_ids": TYPES})
+    name = "encoder" if precision == "fp32" else f"encoder_{precision}"
+    enc = tf.saved_model.load(os.path.join(export_dir, name))
+    out = enc({"input_word_ids": IDS, "input_mask": MASK, "input_type_ids": TYPES})
     return [t.numpy() for t in out["encoder_outputs"]], out["pooled_output"].numpy()
 
 

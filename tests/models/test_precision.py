@@ -44,8 +44,10 @@ def _cosine(a, b):
     return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
 
 
-def _encoder(export_dir):
-    return tf.saved_model.load(os.path.join(export_dir, "encoder"))
+def _encoder(export_dir, precision="fp32"):
+    """The export's encoder for `precision` (float32: `encoder/`; else `encoder_<precision>/`)."""
+    name = "encoder" if precision == "fp32" else f"encoder_{precision}"
+    return tf.saved_model.load(os.path.join(export_dir, name))
 
 
 def _inputs():
@@ -54,8 +56,8 @@ def _inputs():
 
 @pytest.mark.parametrize("precision, min_cos", [("bf16", 0.999), ("fp16", 0.9999)])
 def test_tiny_low_precision_matches_numpy_bert(tiny_export, tiny_checkpoint, precision, min_cos):
-    enc = _encoder(tiny_export)
-    out = getattr(enc, precision)(_inputs())
+    enc = _encoder(tiny_export, precision)
+    out = enc(_inputs())
     layers, pooled = forward(tiny_checkpoint[1], IDS, MASK, TYPES, layers=2, heads=2)
     real = MASK.astype(bool)
     assert out["sequence_output"].dtype == tf.float32
@@ -92,7 +94,7 @@ def minilm_vectors(minilm_export):
     mask = packed["input_mask"].numpy()[..., None].astype(np.float64)
     vectors = {}
     for precision in ("fp32", "bf16", "fp16"):
-        fn = enc if precision == "fp32" else getattr(enc, precision)
+        fn = enc if precision == "fp32" else _encoder(minilm_export, precision)
         seq = fn(packed)["sequence_output"].numpy()
         v = (seq * mask).sum(1) / mask.sum(1)
         vectors[precision] = v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -110,8 +112,7 @@ def test_minilm_bf16_reference_vector(minilm_export):
     """sentence-transformers' published all-MiniLM-L6-v2 vector, through the bf16 path."""
     pre = tf.saved_model.load(os.path.join(minilm_export, "preprocessor"))
     packed = pre(tf.constant(["This is an example sentence"]))
-    enc = _encoder(minilm_export)  # keep the module alive while its function runs
-    seq = enc.bf16(packed)["sequence_output"].numpy()
+    seq = _encoder(minilm_export, "bf16")(packed)["sequence_output"].numpy()
     mask = packed["input_mask"].numpy()[..., None]
     v = (seq * mask).sum(1) / mask.sum(1)
     v = v / np.linalg.norm(v)
@@ -153,16 +154,12 @@ def test_fused_layer_norm_honours_the_model_epsilon(eps):
     np.testing.assert_allclose(norm(tf.constant(x)).numpy(), want, atol=2e-3, rtol=1e-3)
 
 
-class _Fp32Only(BertEncoder):
-    """An encoder with only the contract's float32 call, like TF-Hub's own BERT SavedModels."""
-    bf16 = None
-    fp16 = None
-
-
 @pytest.fixture(scope="module")
 def fp32_only_encoder(tmp_path_factory):
+    """An encoder saved without a low-precision folder beside it, like TF-Hub's own BERT
+    SavedModels (float32 graphs only)."""
     out = str(tmp_path_factory.mktemp("fp32_only") / "encoder")
-    module = _Fp32Only(_random_weights())
+    module = BertEncoder(_random_weights())
     tf.saved_model.save(module, out, signatures={"serving_default": module.serving})
     assert not hasattr(tf.saved_model.load(out), "bf16")
     return out
