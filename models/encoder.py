@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -34,6 +35,9 @@ class Encoder(abc.ABC):
     # True when `plan` groups a batch's rows by length; the embedder then runs two groups at
     # once where TensorFlow has the threads for it.
     plans: ClassVar[bool] = False
+    # True when `warm_up(spec)` loads the model and runs it once ahead of from_spec, on another
+    # thread (models/warm_up.py); from_spec then waits for it rather than loading again.
+    warms_up: ClassVar[bool] = False
 
     max_seq_length: int | None  # units per text, special tokens included; None: no limit
     num_layers: int  # layers (or named outputs) a pooling or token vector may read
@@ -43,6 +47,12 @@ class Encoder(abc.ABC):
     @abc.abstractmethod
     def from_spec(cls, spec) -> Encoder:
         """Loads the model a models.spec.EncoderSpec names (once per process)."""
+
+    @classmethod
+    def warm_up(cls, spec, loaded: Callable[[], None]) -> None:
+        """Loads the model `spec` names, calls `loaded()`, then runs the model once (kinds
+        with `warms_up`; the others are never asked)."""
+        raise NotImplementedError(f"{cls.__name__} has no warm-up")
 
     @classmethod
     def recognize(cls, handle: str, found) -> dict | None:

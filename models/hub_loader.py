@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 
 
 class HandleError(ValueError):
@@ -89,6 +90,8 @@ def resolve_handle(handle: str) -> str:
 # more than a model or two.
 _LOADED: collections.OrderedDict = collections.OrderedDict()
 _LOADED_MAX = 4
+_LOADING: dict = {}  # key -> the lock its load holds
+_LOCK = threading.Lock()  # guards both dicts
 
 
 def _version(handle: str):
@@ -97,12 +100,20 @@ def _version(handle: str):
 
 
 def load_once(handle: str, tags=None):
-    """`load_handle`, once per process (and per version of a local folder) and tag set."""
+    """`load_handle`, once per process (and per version of a local folder) and tag set. Safe
+    from several threads (models/warm_up.py loads on one): a handle two threads ask for at once
+    loads once, different handles load side by side."""
     key = (handle, _version(handle), None if tags is None else tuple(tags))
-    if key in _LOADED:
-        _LOADED.move_to_end(key)
-        return _LOADED[key]
-    _LOADED[key] = loaded = load_handle(handle, tags)
-    while len(_LOADED) > _LOADED_MAX:
-        _LOADED.popitem(last=False)
-    return loaded
+    with _LOCK:
+        lock = _LOADING.setdefault(key, threading.Lock())
+    with lock:
+        with _LOCK:
+            if key in _LOADED:
+                _LOADED.move_to_end(key)
+                return _LOADED[key]
+        loaded = load_handle(handle, tags)
+        with _LOCK:
+            _LOADED[key] = loaded
+            while len(_LOADED) > _LOADED_MAX:
+                _LOADING.pop(_LOADED.popitem(last=False)[0], None)
+        return loaded

@@ -53,6 +53,13 @@ class EncoderSpec:
         """The poolings as models.pooling.Pooling, checked against the encoder kind."""
         return encoder_kind(self.kind).parse_poolings(self.poolings)
 
+    def warm_up(self) -> bool:
+        """Starts loading and running the encoder once on a background thread (models/warm_up.py),
+        for `build` to find ready; False for kinds that load only in `build`."""
+        from models import warm_up
+
+        return warm_up.start(encoder_kind(self.kind).encoder_class(), self)
+
     def build(self):
         """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
         from models.embedder import Embedder, configure_threads

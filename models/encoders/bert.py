@@ -20,6 +20,7 @@ from models.encoder import Encoder, WordPieces
 from models.export_format import precision_folder
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
+from models.warm_up import wait as wait_for_warm_up
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
 # few retraces, little padding).
@@ -28,6 +29,7 @@ SEQ_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 GROUP_BUCKETS = (*range(4, 33, 2), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
                  *range(288, 513, 32))
 SPECIAL_TOKENS_PER_TEXT = 2  # [CLS] ... [SEP]
+PROBE_LENGTH = 4  # the one call that learns an encoder's layers and width: [CLS] 1 2 [SEP]
 # The plan's cost model, in padded tokens (measured with bf16 MiniLM on 2 AMX cores; both scale
 # with the machine like the per-token cost does): one more encoder call costs ~7 ms (~200 tokens),
 # a (rows, length) shape not seen before ~15 ms more (oneDNN creates its kernels per shape).
@@ -57,16 +59,16 @@ def precision_handle(encoder: str, precision: str) -> str:
 
 
 def load_pair(encoder: str, preprocessor: str, precision: str = "fp32"):
-    """(preprocessor, encoder computing `precision`) SavedModels, each loaded once per process."""
-    return load_once(preprocessor), load_once(precision_handle(encoder, precision))
+    """(preprocessor, encoder computing `precision`) SavedModels, each loaded once per process;
+    a warm-up of the encoder under way (models/warm_up.py) finishes first."""
+    wait_for_warm_up(encoder, precision, loaded_only=True)
+    loaded = load_once(preprocessor)
+    wait_for_warm_up(encoder, precision)
+    return loaded, load_once(precision_handle(encoder, precision))
 
 
-def select_precision(encoder, handle: str, precision: str):
-    """The loaded encoder's function for `precision`: a precision's own SavedModel (`handle`
-    names `encoder_bf16/`) is its call; otherwise the fused functions `export-model` added to
-    the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/bert_encoder.py), else,
-    for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
-    asking them for less than fp32 fails here, before any data is read."""
+def _forward(encoder, handle: str, precision: str):
+    """select_precision without its warnings (see there)."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; expected one of {list(PRECISIONS)}")
     own = precision != "fp32" and handle.rstrip("/").endswith(f"_{precision}")
@@ -79,6 +81,17 @@ def select_precision(encoder, handle: str, precision: str):
             f"(export format 3 or later); {handle!r} computes in fp32 only (TF-Hub's own BERT "
             f"SavedModels have no {precision} path). Use --precision fp32, or export the "
             "checkpoint (or re-export an older export) with `beam-embed export-model`")
+    return fn
+
+
+def select_precision(encoder, handle: str, precision: str):
+    """The loaded encoder's function for `precision`: a precision's own SavedModel (`handle`
+    names `encoder_bf16/`) is its call; otherwise the fused functions `export-model` added to
+    the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/bert_encoder.py), else,
+    for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
+    asking them for less than fp32 fails here, before any data is read. A low precision without
+    the hardware for it is run, with a warning."""
+    fn = _forward(encoder, handle, precision)
     if precision != "fp32" and not tf.config.list_physical_devices("GPU"):
         flags = cpu.cpu_flags()
         if precision == "fp16":
@@ -97,6 +110,7 @@ class HubBertEncoder(Encoder):
     kind = "bert"
     special_tokens = SPECIAL_TOKENS_PER_TEXT
     plans = True
+    warms_up = True
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
                  precision: str = "fp32"):
@@ -117,13 +131,22 @@ class HubBertEncoder(Encoder):
         self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
         self._fits: dict[tuple[int, int], tuple[int, int] | None] = {}
         self._cls, self._sep, self._pad = self._special_ids()
-        probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), 4)
+        probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), PROBE_LENGTH)
         self.num_layers = len(probe["encoder_outputs"])
         self.width = int(probe["sequence_output"].shape[-1])
 
     @classmethod
     def from_spec(cls, spec) -> HubBertEncoder:
         return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision)
+
+    @classmethod
+    def warm_up(cls, spec, loaded) -> None:
+        """The encoder's load and its graph's first call, in the shape `_setup`'s probe runs."""
+        handle = precision_handle(spec.encoder, spec.precision)
+        forward = _forward(load_once(handle), handle, spec.precision)
+        loaded()
+        ones = tf.ones([1, PROBE_LENGTH], tf.int32)
+        forward({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
 
     @classmethod
     def wordpieces(cls, spec) -> WordPieces:

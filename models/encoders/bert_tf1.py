@@ -68,6 +68,7 @@ def preprocessor(handle: str, module) -> BertPreprocessor:
 
 class HubBertTf1Encoder(HubBertEncoder):
     kind = "bert_tf1"
+    warms_up = False  # one TF1 module, loaded by its own rules (tags, signatures)
 
     def __init__(self, handle: str, max_seq_length: int = 512):
         module = load_module(handle)

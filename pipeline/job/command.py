@@ -1,7 +1,8 @@
 """The embedding job: `beam-embed run` / `python -m pipeline.run`.
 
 main(argv) -> help (no Beam, no TensorFlow) -> parse once + validate and check the output folder
-(no data read, no model loaded) -> claim the output folder -> probe the model and check its
+(no data read, no model loaded) -> the encoder's warm-up starts on a thread (models/warm_up.py)
+-> claim the output folder -> probe the model and check its
 limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
 complete run in) -> summary and exit code (pipeline.common.exits). `--dry-run` builds the same
 job and describes it.
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = options.view_as(EmbedOptions)
         refuse_previous_run(opts.output.rstrip("/"), JOB_OUTPUTS, opts.overwrite)
         cfg = configure(options)  # the plain checks, then the model's spec
+        cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
         from pipeline.job.sources import expand_inputs
 
         files = expand_inputs(list(cfg.inputs))
