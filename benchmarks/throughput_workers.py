@@ -42,11 +42,13 @@ def _spec(args):
                        long_text="truncate", precision=args.precision)
 
 
-def _loaded(model: str):
-    """The export's (preprocessor, encoder) SavedModels, as the job's encoder loaded them."""
+def _loaded(model: str, precision: str = "fp32"):
+    """The export's (preprocessor, encoder for `precision`) SavedModels, as the job's encoder
+    loaded them."""
     from models.encoders.bert import load_pair
 
-    return load_pair(os.path.join(model, "encoder"), os.path.join(model, "preprocessor"))
+    return load_pair(os.path.join(model, "encoder"), os.path.join(model, "preprocessor"),
+                     precision)
 
 
 def _dims(encoder, model: str) -> dict:
@@ -269,7 +271,7 @@ def worker_profile(args) -> dict:
     from op_profile import encoder_flops, matmul_rate, op_profile
 
     sys.path.insert(0, REPO)
-    from models.encoders.bert import HubBertEncoder, select_precision
+    from models.encoders.bert import HubBertEncoder, precision_handle, select_precision
 
     encoder = HubBertEncoder(os.path.join(args.model, "encoder"),
                              os.path.join(args.model, "preprocessor"), MAX_SEQ_LENGTH)
@@ -282,7 +284,8 @@ def worker_profile(args) -> dict:
     flops = encoder_flops(args.rows, args.seq, **dims)
     out = {}
     for precision in args.precisions.split(","):
-        fn = select_precision(_loaded(args.model)[1], args.model, precision)
+        handle = precision_handle(os.path.join(args.model, "encoder"), precision)
+        fn = select_precision(_loaded(args.model, precision)[1], handle, precision)
         profile = op_profile(fn, packed)
         rate = matmul_rate(precision, args.rows * args.seq, dims["width"], dims["intermediate"])
         profile["gflops_per_s"] = round(flops / profile["wall_ms"] / 1e6, 1)
