@@ -45,5 +45,5 @@ setuptools.setup(
     install_requires=RUNTIME,
     extras_require={"umap": UMAP, "dev": DEV},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
-    entry_points={"console_scripts": ["beam-embed=pipeline.cli:main"]},
+    entry_points={"console_scripts": ["beam-embed=pipeline.cli:entry"]},
 )

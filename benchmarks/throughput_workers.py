@@ -132,6 +132,7 @@ def worker_job(args) -> dict:
     # what `python -m pipeline.run` does: quiet libraries, then the command (its module is
     # only an entry point; importing it runs nothing)
     importlib.import_module("pipeline.common.quiet").configure(False)
+    importlib.import_module("pipeline.common.lean_process").refuse_unused_imports()
     run = importlib.import_module("pipeline.job.command")  # TensorFlow, Beam and the project
     marks = {"imports": time.time()}
     # the job's own TensorFlow import (models/tf_import.py), which its configure() makes; the

@@ -7,6 +7,9 @@ from pipeline.common.quiet import configure, verbose_requested
 if __name__ == "__main__":
     configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
     from pipeline.common.exits import exit_now
+    from pipeline.common.lean_process import refuse_unused_imports
+
+    refuse_unused_imports()  # this process is the job's own
     from pipeline.job.command import main
 
     exit_now(main())

@@ -50,3 +50,59 @@ def test_a_finished_run_keeps_its_exit_code_summary_and_outputs(tiny_export, tmp
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["skipped_empty"] == 2 and manifest["counts"]["embedded"] == 0
     assert not [p for p in os.listdir(out) if p.startswith((".beam-embed", "beam-temp"))]
+
+
+# the `beam-embed` console script's entry, with exit_now reporting what the process imported
+ENTRY = ("import sys\n"
+         "from pipeline.common import exits\n"
+         "real = exits.exit_now\n"
+         "def exit_now(code):\n"
+         "    print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr)\n"
+         "    print('refusing:', any(type(f).__name__ == '_Refuse' for f in sys.meta_path),\n"
+         "          file=sys.stderr)\n"
+         "    real(code)\n"
+         "exits.exit_now = exit_now\n"
+         "from pipeline.cli import entry\n"
+         "sys.argv = ['beam-embed', *sys.argv[1:]]\n"
+         "entry()\n")
+
+
+@pytest.mark.pipeline
+def test_beam_embed_run_ends_without_teardown_and_never_imports_pandas(tiny_export, tmp_path):
+    """Neither Beam nor pyarrow is handed a pandas object in a job, so its process does not
+    import pandas; the output is the same as a run in a process that has pandas."""
+    import pyarrow.parquet as pq
+
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "a dog ran", "sat"])
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, "run", "--input", corpus, "--model", tiny_export,
+         "--output", str(out), "--progress_every", "0"], cwd=ROOT, env=ENV, capture_output=True,
+        text=True, timeout=600)
+    assert done.returncode == exits.OK, done.stderr[-2000:]
+    assert "pandas imported: False" in done.stderr and "refusing: True" in done.stderr
+    import pandas  # noqa: F401 - this process has it
+
+    from pipeline.job.command import main
+
+    assert main(["--input", corpus, "--model", tiny_export, "--output", str(tmp_path / "lib"),
+                 "--progress_every", "0"]) == exits.OK
+    tables = [pq.read_table(next(p.glob("embeddings-*.parquet"))).sort_by("id")
+              for p in (out, tmp_path / "lib")]
+    assert tables[0].num_rows == 3 and tables[0].equals(tables[1])
+
+
+def test_other_commands_keep_pandas(tmp_path):
+    """Only a `run` process refuses pandas (pca's plots use it); a pandas already imported is
+    kept."""
+    done = subprocess.run([sys.executable, "-c", ENTRY, "--version"], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == exits.OK and "refusing: False" in done.stderr, done.stderr
+    script = ("import pandas\n"
+              "from pipeline.common.lean_process import refuse_unused_imports\n"
+              "refuse_unused_imports()\n"
+              "import pandas.api.types\n"
+              "print(pandas.api.types.is_integer(1))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
