@@ -695,7 +695,8 @@ def report(result: dict) -> None:
         elif t["threshold"] < 1 and "cosine" in t["target"]:
             value = f"{t['median']:.6f}"
         else:
-            value = (f"median {t['median']:.2f}x (min {t['min']:.2f}, max {t['max']:.2f}; "
+            # three decimals: a median within 0.005 of its threshold printed as the threshold
+            value = (f"median {t['median']:.3f}x (min {t['min']:.2f}, max {t['max']:.2f}; "
                      f"{'every round' if t['every_round'] else 'not every round'})")
         print(f"[{'MET ' if t['met'] else 'MISS'}] {t['target']}: {value}")
     print()
