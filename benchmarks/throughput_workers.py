@@ -285,8 +285,10 @@ def worker_profile(args) -> dict:
     flops = encoder_flops(args.rows, args.seq, **dims)
     out = {}
     for precision in args.precisions.split(","):
-        handle = precision_handle(os.path.join(args.model, "encoder"), precision)
-        fn = select_precision(_loaded(args.model, precision)[1], handle, precision)
+        encoder_dir = os.path.join(args.model, "encoder")
+        handle = precision_handle(encoder_dir, precision)
+        fn = select_precision(_loaded(args.model, precision)[1], handle, precision,
+                              own=handle != encoder_dir)
         profile = op_profile(fn, packed)
         rate = matmul_rate(precision, args.rows * args.seq, dims["width"], dims["intermediate"])
         profile["gflops_per_s"] = round(flops / profile["wall_ms"] / 1e6, 1)

@@ -13,7 +13,6 @@ still works and imports them in full.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
 import importlib.util
@@ -23,27 +22,18 @@ import sys
 _KERAS_EAGER = "keras.src.optimizers"
 
 
-@contextlib.contextmanager
-def refusing(name: str, unless: tuple[str, ...] = ()):
-    """Inside: `import name` raises ImportError, unless it (or one of `unless`) is already
-    imported. For optional imports a library guards with `except ImportError`; afterwards a
-    later import of `name` imports it in full."""
-    refuse = not any(m in sys.modules for m in (name, *unless))
-    if refuse:
-        sys.modules[name] = None  # importlib raises ImportError for a None entry
-    try:
-        yield
-    finally:
-        if refuse and sys.modules.get(name, ...) is None:
-            del sys.modules[name]
-
-
 def import_tensorflow_lean() -> None:
     """`import tensorflow`, without its eager Keras import when nothing imported Keras yet."""
     if "tensorflow" in sys.modules:
         return
-    with refusing(_KERAS_EAGER, unless=("keras",)):  # TensorFlow catches the ImportError
+    refuse = "keras" not in sys.modules and _KERAS_EAGER not in sys.modules
+    if refuse:
+        sys.modules[_KERAS_EAGER] = None  # importlib raises ImportError, TensorFlow goes on
+    try:
         import tensorflow  # noqa: F401
+    finally:
+        if refuse and sys.modules.get(_KERAS_EAGER, ...) is None:
+            del sys.modules[_KERAS_EAGER]
 
 
 @functools.cache

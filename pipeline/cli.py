@@ -27,13 +27,9 @@ HELP_WORDS = ("-h", "--help", "help")
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from pipeline.common.versions import installed_version
 
-    try:
-        return installed("beam-embed")
-    except PackageNotFoundError:
-        return "unknown (not installed: pip install -e .)"
+    return installed_version("beam-embed", "unknown (not installed: pip install -e .)")
 
 
 def usage() -> str:

@@ -67,11 +67,10 @@ def load_pair(encoder: str, preprocessor: str, precision: str = "fp32"):
     return loaded, load_once(precision_handle(encoder, precision))
 
 
-def _forward(encoder, handle: str, precision: str):
+def _forward(encoder, handle: str, precision: str, own: bool):
     """select_precision without its warnings (see there)."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; expected one of {list(PRECISIONS)}")
-    own = precision != "fp32" and handle.rstrip("/").endswith(f"_{precision}")
     fn = encoder if own else getattr(encoder, precision, None)
     if precision == "fp32":
         return fn if callable(fn) else encoder
@@ -84,14 +83,14 @@ def _forward(encoder, handle: str, precision: str):
     return fn
 
 
-def select_precision(encoder, handle: str, precision: str):
-    """The loaded encoder's function for `precision`: a precision's own SavedModel (`handle`
-    names `encoder_bf16/`) is its call; otherwise the fused functions `export-model` added to
+def select_precision(encoder, handle: str, precision: str, own: bool = False):
+    """The loaded encoder's function for `precision`: a precision's own SavedModel (`own`:
+    `handle` is the `encoder_bf16/` precision_handle found) is its call; otherwise the fused functions `export-model` added to
     the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/bert_encoder.py), else,
     for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
     asking them for less than fp32 fails here, before any data is read. A low precision without
     the hardware for it is run, with a warning."""
-    fn = _forward(encoder, handle, precision)
+    fn = _forward(encoder, handle, precision, own)
     if precision != "fp32" and not tf.config.list_physical_devices("GPU"):
         flags = cpu.cpu_flags()
         if precision == "fp16":
@@ -116,8 +115,9 @@ class HubBertEncoder(Encoder):
                  precision: str = "fp32"):
         preprocessor_model, encoder_model = load_pair(encoder, preprocessor, precision)
         self.precision = precision
+        handle = precision_handle(encoder, precision)
         self._setup(preprocessor_model, select_precision(
-            encoder_model, precision_handle(encoder, precision), precision), max_seq_length)
+            encoder_model, handle, precision, own=handle != encoder), max_seq_length)
 
     def _setup(self, preprocessor, forward, max_seq_length: int) -> None:
         """What every encoder of the TF-Hub BERT contracts shares: `preprocessor` tokenizes
@@ -143,7 +143,7 @@ class HubBertEncoder(Encoder):
     def warm_up(cls, spec, loaded) -> None:
         """The encoder's load and its graph's first call, in the shape `_setup`'s probe runs."""
         handle = precision_handle(spec.encoder, spec.precision)
-        forward = _forward(load_once(handle), handle, spec.precision)
+        forward = _forward(load_once(handle), handle, spec.precision, handle != spec.encoder)
         loaded()
         ones = tf.ones([1, PROBE_LENGTH], tf.int32)
         forward({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})

@@ -13,6 +13,7 @@ import apache_beam as beam
 
 from pipeline.common.manifest import FORMAT_VERSION, fingerprint
 from pipeline.common.records import EMPTY, INCOMPLETE
+from pipeline.common.versions import installed_version
 from pipeline.job.embed import EmbedRecords
 from pipeline.job.formats import Fields
 from pipeline.job.sinks import WRITERS, OutputSchema, WriteDeadLetters, WriteManifest, count
@@ -37,16 +38,6 @@ def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
 def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
     """Each pooling's column with an unknown (0) width: for a model that is not loaded."""
     return tuple((p.column, 0) for p in cfg.encoder.parsed_poolings())
-
-
-def _version(distribution: str) -> str:
-    """An installed package's version, without importing it (tensorflow_text imports Keras)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def manifest_base(cfg, widths, files) -> dict:
@@ -81,7 +72,7 @@ def manifest_base(cfg, widths, files) -> dict:
         "inputs": {"patterns": list(cfg.inputs), "files": len(files),
                    "bytes": sum(size for _, size in files), "split": cfg.split},
         "versions": {"beam": beam.__version__, "tensorflow": tf.__version__,
-                     "tensorflow_text": _version("tensorflow-text"),
+                     "tensorflow_text": installed_version("tensorflow-text"),
                      "python": platform.python_version()},
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "started_unix": time.time(),

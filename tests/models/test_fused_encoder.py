@@ -111,7 +111,7 @@ def test_bf16_without_bf16_hardware_warns(export, monkeypatch, caplog, flags, wa
     handle = precision_handle(os.path.join(folder, "encoder"), "bf16")
     low = tf.saved_model.load(handle)
     with caplog.at_level("WARNING"):
-        fn = select_precision(low, handle, "bf16")
+        fn = select_precision(low, handle, "bf16", own=True)
     message = "bf16 is emulated here, no faster than fp32 and less exact"
     assert (message in caplog.text) == warned
     assert fn is low
@@ -128,7 +128,8 @@ def test_each_low_precision_is_its_own_saved_model(export):
         handle = precision_handle(encoder, precision)
         assert handle == os.path.join(folder, f"encoder_{precision}")
         _, low = load_pair(encoder, os.path.join(folder, "preprocessor"), precision)
-        assert not hasattr(low, "fp32") and select_precision(low, handle, precision) is low
+        assert not hasattr(low, "fp32")
+        assert select_precision(low, handle, precision, own=True) is low
         got, ref = low(INPUTS), enc.fp32(INPUTS)
         np.testing.assert_allclose(got["sequence_output"].numpy()[REAL],
                                    ref["sequence_output"].numpy()[REAL], atol=atol)
@@ -158,3 +159,21 @@ def test_an_encoder_holding_every_precision_still_runs(tmp_path):
     loaded = tf.saved_model.load(path)
     fn = select_precision(loaded, path, "bf16")
     np.testing.assert_array_equal(fn(INPUTS)["sequence_output"].numpy(), IDS + 1.0)
+
+
+def test_a_folder_named_like_a_precision_is_not_taken_for_one(tmp_path):
+    """Only the folder precision_handle found beside the encoder counts as a precision's own
+    SavedModel: a float32-only encoder a user keeps at `.../my_bf16` is still refused for bf16."""
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in INPUTS}
+
+    class CallOnly(tf.Module):
+        @tf.function(input_signature=[spec])
+        def __call__(self, inputs):
+            return {"sequence_output": tf.cast(inputs["input_word_ids"], tf.float32)}
+
+    path = str(tmp_path / "my_bf16")
+    tf.saved_model.save(CallOnly(), path)
+    handle = precision_handle(path, "bf16")
+    assert handle == path
+    with pytest.raises(ValueError, match="precision 'bf16' needs an encoder exported by"):
+        select_precision(tf.saved_model.load(path), handle, "bf16", own=handle != path)
