@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
-from threadpoolctl import threadpool_limits
 
+from pipeline.common.blas import blas_threads
 from pipeline.common.manifest import PoolingColumn
 from pipeline.pca.inputs import vectors_of
 
 CHUNK_ROWS = 8192  # rows summed in float32 at a time: bounds its rounding and the temporaries
-MOMENT_THREADS = 2  # BLAS threads for the moments' rank-k updates (see Moments)
+MOMENT_THREADS = 1  # BLAS threads for the moments' rank-k updates (see Moments)
 FIT_VERSION = 1
 
 
@@ -43,12 +43,12 @@ class Moments:
     Each chunk's outer products are summed in float32 BLAS (twice the float64 rate: measured
     70 vs 35 GFLOP/s on one AVX2 core) about the chunk's own mean, then moved back to the
     origin in float64: the float32 rounding is relative to the vectors' spread, not to their
-    mean, so it stays at the float32 vectors' own precision. BLAS runs on MOMENT_THREADS
-    threads here, on one in the projection: on an AVX-512 2-core machine two threads for the
-    rank-k updates took the 1M x 384 job from 10.9 s to 10.0 s (median of 3, alternating); more
-    threads than that oversubscribe the cores when a Beam runner starts a worker per core, and
-    OpenBLAS's spinning threads took the cores from Arrow's decoding threads and from other
-    processes (measured earlier on a busy AVX2 machine: 2x slower with two threads throughout)."""
+    mean, so it stays at the float32 vectors' own precision. BLAS runs on one thread: the next
+    row groups are decoded on another (inputs.py, prefetched), and on 2 cores one BLAS thread
+    beside that reader was faster than two (fit pass of 1M x 384: 3.3-3.8 s vs 4.3 s, two runs
+    each); more threads also oversubscribe the cores when a Beam runner starts a worker per core,
+    and OpenBLAS's spinning threads took the cores from the decoding (measured earlier on a busy
+    AVX2 machine: 2x slower with two threads throughout)."""
 
     def __init__(self, width: int):
         self.count = 0
@@ -56,7 +56,7 @@ class Moments:
         self.outer = np.zeros((width, width))
 
     def add(self, vectors: np.ndarray) -> Moments:
-        with threadpool_limits(MOMENT_THREADS, user_api="blas"):
+        with blas_threads(MOMENT_THREADS):
             for start in range(0, len(vectors), CHUNK_ROWS):
                 chunk = np.asarray(vectors[start:start + CHUNK_ROWS], np.float32)
                 sums = chunk.sum(axis=0, dtype=np.float64)
@@ -124,17 +124,20 @@ class PcaFit:
 
     def transform(self, vectors: np.ndarray) -> np.ndarray:
         """float32 [rows, K] coordinates, CHUNK_ROWS rows at a time: float32 BLAS (the stored
-        projections are float32), the whitening folded into the components."""
+        projections are float32), the whitening folded into the components. The mean is
+        subtracted before the product (exact to float32 rounding of the difference, however far
+        the data sit from the origin), into one buffer reused for every chunk."""
         axes = self.components.T
         if self.spec.whiten:  # unit variance per coordinate; sklearn's floor for null axes
             axes = axes / np.maximum(np.sqrt(self.explained_variance), np.finfo(np.float64).eps)
         axes, mean = axes.astype(np.float32), self.mean.astype(np.float32)
         out = np.empty((len(vectors), len(self.components)), np.float32)
-        with threadpool_limits(1, user_api="blas"):
+        buffer = np.empty((min(CHUNK_ROWS, len(vectors)), self.width), np.float32)
+        with blas_threads(1):
             for start in range(0, len(vectors), CHUNK_ROWS):
                 chunk = np.asarray(vectors[start:start + CHUNK_ROWS], np.float32)
                 if self.spec.center:
-                    chunk = chunk - mean
+                    chunk = np.subtract(chunk, mean, out=buffer[:len(chunk)])
                 np.matmul(chunk, axes, out=out[start:start + len(chunk)])
         return out
 

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-from threadpoolctl import threadpool_limits
 
 from models.pooling import l2_normalize
+from pipeline.common.blas import blas_threads
 from pipeline.search.limits import DEFAULT_BLOCK_ROWS
 
 
@@ -82,7 +82,7 @@ def top_k(blocks: Iterable[np.ndarray], queries: np.ndarray, k: int,
     q64 = (q64 / np.maximum(np.linalg.norm(q64, axis=1, keepdims=True), 1e-12)).T
     best: list[list[tuple[float, int]]] = [[] for _ in range(q.shape[1])]
     start = 0
-    with threadpool_limits(1, user_api="blas"):
+    with blas_threads(1):
         for block in blocks:
             scores = (block if normalized else l2_normalize(block)) @ q  # [rows, queries]
             for j, s in enumerate(scores.T):
