@@ -28,7 +28,7 @@ from pipeline.common.quiet import import_tensorflow
 from pipeline.common.runners import runner_for
 from pipeline.common.shards import check_shards
 from pipeline.common.staging import remove_leftovers
-from pipeline.pca.exports import ExportSpec, export_sample
+from pipeline.pca.exports import ExportSpec, export_sample, start_warm_up
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
 from pipeline.pca.limits import DEFAULT_COMPONENTS, PROJECTOR_LIMIT
@@ -192,12 +192,14 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
         except ValueError as e:
             raise CommandError(str(e), exits.BAD_CONFIG) from e
         remove_leftovers(plan.output)  # Beam temp folders of killed jobs
+        warm_up = start_warm_up()  # the plotting libraries, while the pipeline runs
         try:
             with beam.Pipeline(runner=runner_for(options), options=options) as p:
                 build_pipeline(p, plan)
         finally:  # a failed job's temp folders go with it
             remove_leftovers(plan.output)
         fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
+        warm_up.join()
         exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
                                 fit.explained_variance_ratio)
         check_all_read(plan, exports)

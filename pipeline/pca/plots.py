@@ -140,6 +140,14 @@ def write_html(fig, path: str) -> None:
 def write_png(coords: np.ndarray, colors: Coloring, title: str, axes: list[str],
               path: str) -> None:
     """The same scatter, drawn by matplotlib (no browser needed)."""
+    buf = io.BytesIO()
+    draw_png(coords, colors, title, axes, buf)
+    with FileSystems.create(path) as f:
+        f.write(buf.getvalue())
+
+
+def draw_png(coords: np.ndarray, colors: Coloring, title: str, axes: list[str], out) -> None:
+    """write_png's picture, into a binary file object."""
     from matplotlib.figure import Figure
 
     dims = coords.shape[1]
@@ -156,7 +164,4 @@ def write_png(coords: np.ndarray, colors: Coloring, title: str, axes: list[str],
     for setter, label in zip((ax.set_xlabel, ax.set_ylabel, getattr(ax, "set_zlabel", None)),
                              axes):
         setter(label)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    with FileSystems.create(path) as f:
-        f.write(buf.getvalue())
+    fig.savefig(out, format="png")
