@@ -94,3 +94,29 @@ def test_palette_colours_are_far_apart():
     assert len(rgb) == plots.MAX_CATEGORIES - 1 and gaps.min() > 70  # tab20 shade pairs: 46
     grey = np.array([int(plots.OTHER_COLOR[i:i + 2], 16) for i in (1, 3, 5)], float)
     assert np.linalg.norm(rgb - grey, axis=1).min() > 70
+
+
+def test_the_warm_up_draws_both_pictures_and_only_logs_a_failure(monkeypatch, caplog):
+    import logging
+
+    from pipeline.pca import exports
+
+    drawn = []
+    real_png = plots.draw_png
+
+    def png(*args):
+        real_png(*args)
+        drawn.append(Image.open(io.BytesIO(args[-1].getvalue())).size)
+
+    monkeypatch.setattr(plots, "draw_png", png)
+    exports.start_warm_up().join(timeout=60)
+    assert drawn and drawn[0][0] > 100  # a real PNG came out of the thread
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no plotly here")
+
+    monkeypatch.setattr(plots, "scatter_figure", broken)
+    with caplog.at_level(logging.DEBUG, logger=exports.__name__):
+        thread = exports.start_warm_up()
+        thread.join(timeout=60)
+    assert not thread.is_alive() and "no plotly here" in caplog.text
