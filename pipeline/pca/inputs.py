@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.common.manifest import PoolingColumn
 from pipeline.common.prefetch import prefetched
 from pipeline.common.shards import tfrecord_records
+from pipeline.common.vectors import vector_matrix
 from pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
 
 TFRECORD_BATCH = 4096
@@ -28,11 +29,8 @@ PREFETCH = 2  # row groups read ahead: memory for ~3 blocks (~90 MB at 20,000 x 
 
 
 def vectors_of(block: pa.Table, column: str, width: int) -> np.ndarray:
-    """The block's `column` as a float32 [rows, width] array (zero-copy where Arrow allows)."""
-    arr = block.column(column).combine_chunks()
-    if arr.null_count:
-        raise ValueError(f"column {column!r} holds {arr.null_count} null vectors")
-    return arr.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+    """The block's `column` as a float32 [rows, width] array (a view of the block's buffer)."""
+    return vector_matrix(block.column(column), width, column)
 
 
 def _tfrecord_spec(columns: tuple[str, ...], pooling: PoolingColumn):

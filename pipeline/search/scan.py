@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from models.pooling import l2_normalize
 from pipeline.common.blas import blas_threads
+from pipeline.common.vectors import vector_matrix
 from pipeline.search.limits import DEFAULT_BLOCK_ROWS
 
 
@@ -28,13 +29,6 @@ class Hit:
     score: float
     id: str
     text: str | None
-
-
-def _vectors(column, width: int) -> np.ndarray:
-    """A fixed_size_list<float32> column as a [rows, width] float32 array."""
-    if column.null_count:
-        raise ValueError(f"the vector column has {column.null_count} null rows in this block")
-    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
 
 
 def parquet_blocks(shards: list[str], column: str, width: int,
@@ -47,7 +41,7 @@ def parquet_blocks(shards: list[str], column: str, width: int,
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
                 table = parquet.read_row_group(group, columns=[column])
-                vectors = _vectors(table.column(0).combine_chunks(), width)
+                vectors = vector_matrix(table.column(0), width, column)
                 for start in range(0, len(vectors), block_rows):
                     yield vectors[start:start + block_rows]
 
