@@ -9,8 +9,13 @@ a fresh process, alternating for --rounds rounds: `pipeline.pca.command.main` (D
 projections, sample, plots) and the baseline, the same Parquet read whole into RAM (pyarrow ->
 numpy) and `sklearn.decomposition.PCA(K).fit_transform` on it. Each process reports its wall
 seconds, CPU seconds (user+sys) and peak RSS. Flat peak RSS across N is the job's claim: the fit
-keeps O(width²), the projection streams. Prints a table (medians, min-max over rounds), then one
-JSON line per N.
+keeps O(width²), the projection streams. Prints a table (medians, min-max over rounds, the BLAS
+kernels each side ran), then one JSON line per N.
+
+Where a machine forces OpenBLAS's kernels through OPENBLAS_CORETYPE (some shared machines pin
+older ones for old OpenBLAS builds), the run inherits that for both sides; `env -u
+OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/pca_benchmark.py ...` measures what a
+current numpy picks by itself. The BLAS column says which ran.
 """
 
 from __future__ import annotations
@@ -96,7 +101,17 @@ def run_one(side: str, argv: list[str]) -> None:
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"seconds": seconds, "cpu_s": usage.ru_utime + usage.ru_stime,
-                      "peak_rss_mib": usage.ru_maxrss / 1024}))  # Linux: KiB
+                      "peak_rss_mib": usage.ru_maxrss / 1024,  # Linux: KiB
+                      "blas": blas_kernels()}))
+
+
+def blas_kernels() -> str:
+    """The BLAS libraries this process loaded and the kernels they picked, e.g. "openblas
+    SkylakeX" (OPENBLAS_CORETYPE, where a machine sets it, forces older ones)."""
+    from threadpoolctl import threadpool_info
+
+    return ", ".join(sorted({f"{i['internal_api']} {i.get('architecture') or '?'}"
+                             for i in threadpool_info() if i["user_api"] == "blas"}))
 
 
 def _child(side: str, argv: list) -> dict:
@@ -112,7 +127,8 @@ def _summary(runs: list[dict], rows: int) -> dict:
             "s_max": round(seconds[-1], 2),
             "cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 2),
             "rows_per_s": round(rows / statistics.median(seconds)),
-            "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs))}
+            "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs)),
+            "blas": sorted({r["blas"] for r in runs})}
 
 
 def bench(rows: int, width: int, components: int, rounds: int, workdir: str) -> dict:
@@ -144,7 +160,7 @@ def _line(r: dict, side: str) -> str:
     s = r[side]
     return (f"{r['rows']:>10,}  {side:<8} {s['rows_per_s']:>9,} rows/s  {s['s']:>7.2f} s "
             f"({s['s_min']:.2f}-{s['s_max']:.2f})  cpu {s['cpu_s']:>7.2f} s  "
-            f"peak RSS {s['peak_rss_mib']:>6,} MiB")
+            f"peak RSS {s['peak_rss_mib']:>6,} MiB  BLAS {'; '.join(s['blas'])}")
 
 
 def main() -> None:
