@@ -77,3 +77,20 @@ def test_tfrecord_shard_cut_anywhere_is_named(output):
         with pytest.raises(IncompleteInput) as damaged:
             list(tfrecord_records(path, 100))
         assert str(damaged.value).startswith(path) and expected in str(damaged.value)
+
+
+def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
+    from pipeline.common.shards import tfrecord_framed_records
+
+    path = _shard(output, 0, "tfrecord")
+    assert tfrecord_framed_records(path) == sum(1 for _ in tfrecord_records(path)) == 100
+    data = open(path, "rb").read()
+    cases = {"cut": (data[:-1], "runs 1 bytes past the end: cut short) after record 99"),
+             "inside a header": (data + data[:5], "ends inside a record's header"),
+             "length": (data[:3] + bytes([data[3] ^ 0x40]) + data[4:],
+                        "a record's length fails its checksum: corrupt data) after record 0")}
+    for damaged, message in cases.values():
+        with open(path, "wb") as f:
+            f.write(damaged)
+        with pytest.raises(IncompleteInput, match=message.replace("(", r"\(").replace(")", r"\)")):
+            tfrecord_framed_records(path)
