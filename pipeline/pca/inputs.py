@@ -25,7 +25,8 @@ from pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks'
 
 TFRECORD_BATCH = 4096
 GROUPS_PER_SPLIT = 16  # a split's row groups are read in order, one worker; splits spread out
-PREFETCH = 2  # row groups read ahead: memory for ~3 blocks (~90 MB at 20,000 x 384)
+PREFETCH = 2  # row groups read ahead: ~4 in memory at once (read, waiting, in use), ~250 MB
+#              with the ~64 MB row groups the job writes
 
 
 def vectors_of(block: pa.Table, column: str, width: int) -> np.ndarray:
@@ -95,8 +96,8 @@ class ReadRowGroups(beam.DoFn):
         path, first, stop = split
         with _open(path) as f:
             shard = pq.ParquetFile(f)
-            yield from prefetched(shard.read_row_group(i, self.columns, use_threads=False)
-                                  for i in range(first, stop))
+            yield from prefetched((shard.read_row_group(i, self.columns, use_threads=False)
+                                   for i in range(first, stop)), PREFETCH)
 
 
 def _shard_records(path: str, rows: dict):
