@@ -83,7 +83,8 @@ def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
     from pipeline.common.shards import tfrecord_framed_records
 
     path = _shard(output, 0, "tfrecord")
-    assert tfrecord_framed_records(path) == sum(1 for _ in tfrecord_records(path)) == 100
+    assert tfrecord_framed_records(path, os.path.getsize(path)) == \
+        sum(1 for _ in tfrecord_records(path)) == 100
     data = open(path, "rb").read()
     cases = {"cut": (data[:-1], "runs 1 bytes past the end: cut short) after record 99"),
              "inside a header": (data + data[:5], "ends inside a record's header"),
@@ -93,4 +94,4 @@ def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
         with open(path, "wb") as f:
             f.write(damaged)
         with pytest.raises(IncompleteInput, match=message.replace("(", r"\(").replace(")", r"\)")):
-            tfrecord_framed_records(path)
+            tfrecord_framed_records(path, len(damaged))
