@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -74,3 +75,26 @@ def text_in(tmp_path_factory):
     weights = text_weights()
     build_text_in(folder, weights)
     return folder, weights
+
+
+@pytest.fixture
+def fresh_export(tiny_export, tmp_path):
+    """A copy of the tiny export under a path no test loaded yet (loads are cached per path)."""
+    out = str(tmp_path / "export")
+    shutil.copytree(tiny_export, out)
+    return out
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Every load_handle call: [handle]."""
+    from models import hub_loader
+
+    seen, original = [], hub_loader.load_handle
+
+    def counted(handle, tags=None):
+        seen.append(handle)
+        return original(handle, tags)
+
+    monkeypatch.setattr(hub_loader, "load_handle", counted)
+    return seen

@@ -1,8 +1,9 @@
 """The embedding job: `beam-embed run` / `python -m pipeline.run`.
 
-main(argv) -> help (no Beam, no TensorFlow) -> parse once + validate and check the output folder
-(no data read, no model loaded) -> the encoder's warm-up starts on a thread (models/warm_up.py)
--> claim the output folder -> probe the model and check its
+main(argv) -> help (no Beam, no TensorFlow) -> with only the job's own flags, the encoder's
+warm-up starts on a thread before Beam is imported (early.py) -> parse once + validate and check
+the output folder (no data read) -> the encoder's warm-up starts (models/warm_up.py) unless it
+did -> claim the output folder -> probe the model and check its
 limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
 complete run in) -> summary and exit code (pipeline.common.exits). `--dry-run` builds the same
 job and describes it.
@@ -41,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
 
         beam_flags()[0].print_help()
         return exits.OK
+    from pipeline.job.early import start_warm_up
+
+    try:
+        start_warm_up(argv)  # only the job's own flags: the model warms up while Beam imports
+    except ValueError as e:
+        return _bad_config(e)
     from models.hub_loader import is_remote
     from pipeline.common.manifest import JOB_OUTPUTS, make_folder, refuse_previous_run
     from pipeline.job.config import configure

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
-from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
+from models.spec import EncoderSpec
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.sample_corpus import write_sample_corpus
+from pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
 from pipeline.job.options import EmbedOptions
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
@@ -36,10 +36,6 @@ class JobConfig:
     allow_incomplete_input: bool = False
 
 
-def _csv(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
-
-
 def worker_threads(opts) -> tuple[int, int]:
     """(intra-op, inter-op) TensorFlow threads per worker process. The DirectRunner's
     multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
@@ -62,30 +58,15 @@ def worker_threads(opts) -> tuple[int, int]:
 
 
 def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
-    formats = _csv(opts.format)
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise ValueError(f"unknown format {(bad or [opts.format])[0]!r}; expected one or more of "
-                         f"{list(FORMATS)}")
-    check_choice("split", opts.split, SPLIT_MODES)
-    if opts.input_format is not None:
-        check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))
-    for flag in ("max_text_bytes", "batch_tokens", "max_batch_size"):
-        check_positive(flag.replace("_", "-"), getattr(opts, flag))
+    formats = check_plain_flags(opts)
     import_tensorflow()  # the model spec may load TensorFlow: quietly, after the plain checks
-    encoder = encoder_spec(
-        opts.model, encoder=opts.encoder, preprocessor=opts.preprocessor,
-        poolings=_csv(opts.pooling), normalize=opts.normalize,
-        max_seq_length=opts.max_seq_length, long_text=opts.long_text,
-        granularity=opts.granularity, token_layer=opts.token_layer, token_unit=opts.token_unit,
-        token_dtype=opts.token_dtype, precision=opts.precision,
-        options=(("signature", opts.elmo_signature),), threads=worker_threads(opts))
+    encoder = spec_of(opts, worker_threads(opts))
     return JobConfig(
         inputs=tuple(opts.input or default_inputs),
         input_format=opts.input_format,
         text_field=opts.text_field,
         id_field=opts.id_field,
-        metadata_fields=_csv(opts.metadata_fields),
+        metadata_fields=csv_values(opts.metadata_fields),
         split=opts.split,
         clean=opts.clean,
         max_text_bytes=opts.max_text_bytes,

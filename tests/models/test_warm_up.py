@@ -17,27 +17,6 @@ from models.spec import encoder_spec
 TEXTS = ["the cat sat on the mat", "a dog", "sat"]
 
 
-@pytest.fixture
-def fresh_export(tiny_export, tmp_path):
-    """A copy of the tiny export under a path no test loaded yet (loads are cached per path)."""
-    out = str(tmp_path / "export")
-    shutil.copytree(tiny_export, out)
-    return out
-
-
-@pytest.fixture
-def loads(monkeypatch):
-    """Every load_handle call: [handle]."""
-    seen, original = [], hub_loader.load_handle
-
-    def counted(handle, tags=None):
-        seen.append(handle)
-        return original(handle, tags)
-
-    monkeypatch.setattr(hub_loader, "load_handle", counted)
-    return seen
-
-
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_the_warmed_encoder_is_the_one_used(fresh_export, tiny_export, loads, precision):
     spec = encoder_spec(fresh_export, precision=precision, poolings=("mean", "cls"))

@@ -1,0 +1,74 @@
+"""The job flags' values, checked and turned into the encoder's spec, without Beam: what the
+full parse (options.py -> config.py) and the early warm-up (early.py) both do with them."""
+
+from __future__ import annotations
+
+import yaml
+
+from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
+from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
+from pipeline.common.errors import one_line
+from pipeline.common.flags import FlagError, hint
+
+
+def csv_values(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def config_argv(path: str, known: set[str]) -> list[str]:
+    """A `--config FILE.yaml`'s keys as command-line flags; a FlagError for a key that is not
+    one of `known`, a ValueError for a file that cannot be read as a mapping."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as e:  # missing file, bad YAML: bad configuration
+        raise ValueError(f"--config {path}: {one_line(e)}") from e
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a mapping of flag names to values")
+    argv = []
+    for key, value in config.items():
+        flag = "--" + key.replace("-", "_")
+        if flag not in known:
+            raise FlagError(f"unknown key {key!r} in {path}" + (
+                hint(flag, known) or "; expected a flag of `beam-embed run --help`"))
+        if isinstance(value, bool):
+            negative = "--no-" + flag[2:]
+            if value:
+                argv.append(flag)
+            elif negative in known:
+                argv.append(negative)
+        elif isinstance(value, list):
+            if flag == "--input":
+                for v in value:
+                    argv += [flag, str(v)]
+            else:
+                argv += [flag, ",".join(map(str, value))]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def check_plain_flags(opts) -> tuple[str, ...]:
+    """The checks that need neither the model nor TensorFlow; the output formats."""
+    formats = csv_values(opts.format)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"unknown format {(bad or [opts.format])[0]!r}; expected one or more of "
+                         f"{list(FORMATS)}")
+    check_choice("split", opts.split, SPLIT_MODES)
+    if opts.input_format is not None:
+        check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))
+    for flag in ("max_text_bytes", "batch_tokens", "max_batch_size"):
+        check_positive(flag.replace("_", "-"), getattr(opts, flag))
+    return formats
+
+
+def spec_of(opts, threads: tuple[int, int]) -> EncoderSpec:
+    """The encoder's spec from the job's flags (may load TensorFlow to recognize a model)."""
+    return encoder_spec(
+        opts.model, encoder=opts.encoder, preprocessor=opts.preprocessor,
+        poolings=csv_values(opts.pooling), normalize=opts.normalize,
+        max_seq_length=opts.max_seq_length, long_text=opts.long_text,
+        granularity=opts.granularity, token_layer=opts.token_layer, token_unit=opts.token_unit,
+        token_dtype=opts.token_dtype, precision=opts.precision,
+        options=(("signature", opts.elmo_signature),), threads=threads)

@@ -1,0 +1,90 @@
+"""The job's own flags read without Beam (pipeline/job/early.py): the values Beam's parser reads,
+the plain case told from everything else, and the warm-up it starts before Beam's import being
+the one the run then uses."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import pytest
+
+from models import warm_up
+from pipeline.job.early import own_flags, start_warm_up
+from pipeline.job.flags import add_job_flags
+from pipeline.job.options import EmbedOptions, parse
+from tests.job_helpers import parquet_rows, write_lines
+
+
+def _job_dests() -> list[str]:
+    parser = argparse.ArgumentParser(add_help=False)
+    add_job_flags(parser)
+    return [a.dest for a in parser._actions]
+
+
+def test_own_flags_read_what_beams_parser_reads(tmp_path):
+    config = tmp_path / "job.yaml"
+    config.write_text("pooling: [cls, mean]\nnormalize: false\nbatch_tokens: 4096\n"
+                      "input: [a.txt, b.txt]\nclean: false\n")
+    argv = ["--config", str(config), "--max-seq-length", "64", "--batch_tokens", "2048",
+            "--precision", "bf16", "--output", "out/x", "-v"]
+    flags, beam = own_flags(argv), parse(argv).view_as(EmbedOptions)
+    assert flags is not None
+    for dest in _job_dests():
+        assert getattr(flags, dest) == getattr(beam, dest), dest
+    # the file's keys, the command line winning
+    assert (flags.batch_tokens, flags.pooling, flags.input, flags.clean) == \
+        (2048, "cls,mean", ["a.txt", "b.txt"], False)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--runner", "DirectRunner"],  # a runner named, even the default one
+    ["--direct_num_workers=2", "--direct_running_mode=multi_processing"],
+    ["--dry-run"],
+    ["--poolng", "mean"],  # misspelled: the full parse says so
+    ["--batch_tokens", "many"],  # a value argparse refuses
+    ["--config", "missing.yaml"],
+    ["--config", "BEAM_KEY"],
+])
+def test_anything_but_the_jobs_own_flags_is_not_the_plain_case(argv, tmp_path):
+    beam_key = tmp_path / "beam.yaml"
+    beam_key.write_text("runner: DataflowRunner\npooling: mean\n")
+    argv = [str(beam_key) if a == "BEAM_KEY" else a for a in argv]
+    assert own_flags(["--pooling", "mean"]) is not None
+    assert own_flags(["--pooling", "mean", *argv]) is None
+
+
+def test_the_early_warm_up_is_the_one_the_run_uses(fresh_export, loads, tmp_path):
+    from pipeline.job.command import main
+
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "a dog ran"])
+    out = str(tmp_path / "out")
+    argv = ["--input", corpus, "--model", fresh_export, "--output", out, "--progress_every", "0",
+            "--precision", "bf16"]
+    encoder = os.path.join(fresh_export, "encoder")
+    assert start_warm_up(argv)
+    warm_up.wait(encoder, "bf16")
+    assert loads == [encoder + "_bf16"]  # the warm-up's load, before Beam's parse ran
+    assert main(argv) == 0
+    assert loads.count(encoder + "_bf16") == 1  # the run found it loaded and warm
+    assert len(parquet_rows(out)) == 2
+
+
+def test_a_run_that_will_be_refused_does_not_start_early(fresh_export, loads, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}")  # a previous run, and no --overwrite
+    argv = ["--model", fresh_export, "--output", str(out)]
+    assert not start_warm_up(argv)
+    assert loads == []
+    assert start_warm_up([*argv, "--overwrite"])  # replacing it: the model is needed
+    warm_up.wait(os.path.join(fresh_export, "encoder"), "fp32")
+    assert loads == [os.path.join(fresh_export, "encoder")]
+
+
+def test_a_bad_value_raises_what_the_full_parse_would(fresh_export, tmp_path):
+    argv = ["--model", fresh_export, "--output", str(tmp_path / "o")]
+    with pytest.raises(ValueError, match=r"unknown format 'csv'; expected one or more of"):
+        start_warm_up([*argv, "--format", "csv"])
+    with pytest.raises(ValueError, match=r"unknown pooling 'avg'"):
+        start_warm_up([*argv, "--pooling", "avg"])
