@@ -71,7 +71,9 @@ def entry() -> NoReturn:
     `run` process refuses the imports a job never uses (pipeline.common.lean_process)."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
-        refuse_unused_imports()
+        from pipeline.job.early import own_flags
+
+        refuse_unused_imports(local=own_flags(argv[1:]) is not None)
     exit_now(main(argv))
 
 

@@ -8,8 +8,10 @@ if __name__ == "__main__":
     configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
     from pipeline.common.exits import exit_now
     from pipeline.common.lean_process import refuse_unused_imports
+    from pipeline.job.early import own_flags
 
-    refuse_unused_imports()  # this process is the job's own
+    # this process is the job's own; only the job's flags: a local run
+    refuse_unused_imports(local=own_flags(sys.argv[1:]) is not None)
     from pipeline.job.command import main
 
     exit_now(main())

@@ -60,6 +60,8 @@ ENTRY = ("import sys\n"
          "    print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr)\n"
          "    print('refusing:', any(type(f).__name__ == '_Refuse' for f in sys.meta_path),\n"
          "          file=sys.stderr)\n"
+         "    print('other runners clients imported:', any(m in sys.modules for m in\n"
+         "          ('google.cloud.dataflow', 'apache_beam.io.gcp.bigquery')), file=sys.stderr)\n"
          "    real(code)\n"
          "exits.exit_now = exit_now\n"
          "from pipeline.cli import entry\n"
@@ -81,6 +83,8 @@ def test_beam_embed_run_ends_without_teardown_and_never_imports_pandas(tiny_expo
         text=True, timeout=600)
     assert done.returncode == exits.OK, done.stderr[-2000:]
     assert "pandas imported: False" in done.stderr and "refusing: True" in done.stderr
+    # a local run (only the job's own flags) leaves out what other runners and IOs need
+    assert "other runners clients imported: False" in done.stderr
     import pandas  # noqa: F401 - this process has it
 
     from pipeline.job.command import main
@@ -106,3 +110,24 @@ def test_other_commands_keep_pandas(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_only_a_local_run_refuses_the_clients_of_other_runners(tmp_path):
+    """Beam imports Dataflow's client and BigQuery's IO when they are not refused (the process
+    of a run with Beam's own flags); a local run's process goes on without them, gs:// paths
+    still readable."""
+    script = ("import sys\n"
+              "from pipeline.common.lean_process import refuse_unused_imports\n"
+              "refuse_unused_imports(local=sys.argv[1] == 'local')\n"
+              "import apache_beam\n"
+              "from apache_beam.io.filesystems import FileSystems\n"
+              "print([m in sys.modules for m in ('google.cloud.dataflow',\n"
+              "       'apache_beam.io.gcp.bigquery', 'pandas')], FileSystems.get_filesystem(\n"
+              "       'gs://bucket/x').scheme())\n")
+    seen = {}
+    for mode in ("local", "other"):
+        done = subprocess.run([sys.executable, "-c", script, mode], cwd=ROOT, env=ENV,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        seen[mode] = done.stdout.strip()
+    assert seen == {"local": "[False, False, False] gs", "other": "[True, True, False] gs"}
