@@ -122,52 +122,82 @@ def worker_encoder(args) -> dict:
             "dims": dims, "tokens_per_text": tokens.tolist(), "marks": marks}
 
 
+def _after_import(patches: dict) -> None:
+    """Runs patches[name](module) right after the module `name` is first imported, wherever in
+    the job that happens, so the worker imports nothing ahead of the job's own order."""
+    import importlib.abc
+    import importlib.util
+
+    class Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name not in patches:
+                return None
+            sys.meta_path.remove(self)
+            try:
+                spec = importlib.util.find_spec(name)
+            finally:
+                sys.meta_path.insert(0, self)
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                patches[name](module)
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Hook())
+
+
 def worker_job(args) -> dict:
-    """The embedding job in this process (`pipeline.run`'s main, as `python -m pipeline.run`
-    runs it), with marks at its phases: imports, the launcher's model load, the pipeline handed
-    to the runner, each Embedder.embed call, main's return."""
+    """The embedding job in this process, as `python -m pipeline.run` runs it (pipeline/run.py:
+    quiet libraries, refuse unused imports, the command's main), with marks at its phases:
+    imports, the launcher's model load, the pipeline handed to the runner, each Embedder.embed
+    call, main's return. The marks are set by wrappers installed as their modules are imported,
+    so TensorFlow, Beam and the model load in the job's own order."""
     sys.path.insert(0, REPO)
     import importlib
 
-    # what `python -m pipeline.run` does: quiet libraries, then the command (its module is
-    # only an entry point; importing it runs nothing)
+    job_args = json.loads(args.job_args)
+    calls, lock, marks = [], threading.Lock(), {}
+
+    def bert(module):
+        original = module.load_pair
+
+        def load_pair(*a, **kw):
+            start = time.time()
+            out = original(*a, **kw)
+            marks.setdefault("model_load", [start, time.time()])
+            return out
+        module.load_pair = load_pair
+
+    def embedder(module):
+        original = module.Embedder.embed
+
+        def embed(self, texts):
+            start = time.time()
+            out = original(self, texts)
+            with lock:
+                calls.append([start, time.time(), len(texts)])
+            return out
+        module.Embedder.embed = embed
+
+    def pipeline(module):
+        original = module.Pipeline.run
+
+        def run(self, *a, **kw):
+            marks.setdefault("pipeline_run", time.time())
+            return original(self, *a, **kw)
+        module.Pipeline.run = run
+
+    _after_import({"models.encoders.bert": bert, "models.embedder": embedder,
+                   "apache_beam.pipeline": pipeline})
     importlib.import_module("pipeline.common.quiet").configure(False)
-    importlib.import_module("pipeline.common.lean_process").refuse_unused_imports()
-    run = importlib.import_module("pipeline.job.command")  # TensorFlow, Beam and the project
-    marks = {"imports": time.time()}
-    # the job's own TensorFlow import (models/tf_import.py), which its configure() makes; the
-    # wrappers below import models.embedder, whose plain `import tensorflow` would load Keras
-    importlib.import_module("pipeline.common.quiet").import_tensorflow()
-    import apache_beam
-
-    from models import embedder as embedder_module
-    from models.encoders import bert
-
-    calls, lock = [], threading.Lock()
-    original_load, original_embed = bert.load_pair, embedder_module.Embedder.embed
-    original_run = apache_beam.Pipeline.run
-
-    def load_pair(*a, **kw):
-        start = time.time()
-        out = original_load(*a, **kw)
-        marks.setdefault("model_load", [start, time.time()])
-        return out
-
-    def embed(self, texts):
-        start = time.time()
-        out = original_embed(self, texts)
-        with lock:
-            calls.append([start, time.time(), len(texts)])
-        return out
-
-    def pipeline_run(self, *a, **kw):
-        marks.setdefault("pipeline_run", time.time())
-        return original_run(self, *a, **kw)
-
-    bert.load_pair = load_pair
-    embedder_module.Embedder.embed = embed
-    apache_beam.Pipeline.run = pipeline_run
-    code = run.main(json.loads(args.job_args))
+    own_flags = importlib.import_module("pipeline.job.early").own_flags
+    importlib.import_module("pipeline.common.lean_process").refuse_unused_imports(
+        local=own_flags(job_args) is not None)
+    command = importlib.import_module("pipeline.job.command")  # an entry point: imports little
+    marks["imports"] = time.time()
+    code = command.main(job_args)
     marks["main_done"] = time.time()
     if code != 0:
         raise SystemExit(code)
