@@ -349,9 +349,10 @@ def job_phases(job: dict) -> dict:
     first = calls[0] if calls else [run, run, 0]
     last_end = max((c[1] for c in calls), default=run)
     phases = {"interpreter start": mk["started"] - job["started"],
-              "imports": mk["imports"] - mk["started"],
-              "flags + config": load_start - mk["imports"],
-              "model load": load_end - load_start,
+              "entry imports": mk["imports"] - mk["started"],
+              # main: flags, TensorFlow's import, the warm-up started, Beam's import, config
+              "flags + TF and Beam imports + config": load_start - mk["imports"],
+              "model load (preprocessor, warm-up wait)": load_end - load_start,
               "checks + pipeline build": run - load_end,
               "runner start -> first batch in": first[0] - run,
               "first batch (warm-up)": first[1] - first[0],
