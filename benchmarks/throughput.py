@@ -297,7 +297,10 @@ def _minilm_export(model: str | None) -> str:
         return model
     sys.path.insert(0, REPO)
     from models.presets import resolve
+    from pipeline.common.quiet import configure, import_tensorflow
 
+    configure(False)  # the report, without TensorFlow's start-up lines
+    import_tensorflow()
     return os.path.dirname(resolve("minilm").encoder)  # exported into the cache on first use
 
 
