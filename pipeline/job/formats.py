@@ -66,14 +66,17 @@ class Fields:
             (k, None if row.get(k) is None else _str(row.get(k))) for k in self.meta))
 
     def checked(self, rid: str, path: str, text: str, meta=()) -> Item:
-        size = len(text.encode("utf-8", "surrogatepass"))
+        try:  # a text without surrogates encodes strictly: no character needs scanning
+            size, surrogates = len(text.encode("utf-8")), False
+        except UnicodeEncodeError:
+            size, surrogates = len(text.encode("utf-8", "surrogatepass")), True
         if size > self.max_bytes:
             return DeadLetter.of(rid, path, f"text is {size} bytes, over --max-text-bytes="
                                  f"{self.max_bytes}", text)
         if "\x00" in text:
             return DeadLetter.of(rid, path, "text contains NUL bytes (binary data?)",
                                  text.replace("\x00", "\\0"))
-        if any("\udc80" <= c <= "\udcff" for c in text):
+        if surrogates and any("\udc80" <= c <= "\udcff" for c in text):
             return DeadLetter.of(rid, path, "text is not valid UTF-8",
                                  text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
         return Record(id=rid, text=text, source=path, meta=meta)

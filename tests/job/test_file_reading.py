@@ -99,3 +99,20 @@ def test_corrupt_tfrecord_keeps_the_records_before_the_damage(tmp_path):
     assert items[-1].kind == INCOMPLETE and items[-1].reason == (
         "the file is damaged (a record's checksum does not match: corrupt data) after record "
         "2500; the rest of the file was lost")
+
+
+def test_text_checks_count_utf8_bytes_and_catch_undecodable_bytes():
+    """A text's size is its UTF-8 bytes; undecodable bytes (decoded with surrogateescape, as
+    Parquet/TFRecord readers of raw bytes may hand them) make a dead letter; any other text,
+    a lone surrogate from JSON's \\ud800 escape included, is a record."""
+    fields = Fields("text", None, (), 10)
+    assert isinstance(fields.checked("a", "p", "héllo wö"), Record)  # 8 characters, 10 bytes
+    wide = "é" * 6  # 6 characters, 12 bytes
+    assert fields.checked("a", "p", wide).reason == "text is 12 bytes, over --max-text-bytes=10"
+    bad = b"caf\xe9".decode("utf-8", "surrogateescape")
+    dead = fields.checked("b", "p", bad)
+    assert dead.reason == "text is not valid UTF-8" and dead.excerpt == "caf\ufffd"
+    lone = fields.checked("c", "p", "a\ud800b")  # 3 characters, 5 bytes with surrogatepass
+    assert isinstance(lone, Record) and lone.text == "a\ud800b"
+    assert fields.checked("d", "p", "\ud800" * 4).reason == \
+        "text is 12 bytes, over --max-text-bytes=10"
