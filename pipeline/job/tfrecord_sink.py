@@ -6,13 +6,14 @@ each serialized record was its own Beam element. Here the Example wire format is
 directly: a record is a few byte strings joined, its vectors' bytes sliced from the batch's
 float32 matrix. Map entries go in key order, which is what
 `Example.SerializeToString(deterministic=True)` writes, so each record's bytes can be checked
-against protobuf's own. The sink is Beam's TFRecord framing (length, masked CRC32C) in Beam's
-file-based sink (shards, temp files), one element per batch.
+against protobuf's own. The sink is Beam's TFRecord framing (length, masked CRC32C), framed a
+batch at a time, in Beam's file-based sink (shards, temp files), one element per batch.
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 
 import numpy as np
 from apache_beam.io import filebasedsink
@@ -24,6 +25,7 @@ from apache_beam.io.tfrecordio import _TFRecordUtil
 _FIELD_1 = b"\x0a"  # Example.features, Features.feature (map entry), MapEntry.key, *List.value
 _MAP_VALUE = b"\x12"  # MapEntry.value
 _BYTES_LIST, _FLOAT_LIST, _INT64_LIST = b"\x0a", b"\x12", b"\x1a"  # Feature's oneof kind
+_LENGTH, _CRC = struct.Struct("<Q"), struct.Struct("<I")  # TFRecord framing
 
 
 def _encode_varint(n: int) -> bytes:
@@ -94,8 +96,19 @@ class TFRecordBatchSink(filebasedsink.FileBasedSink):
                          compression_type=CompressionTypes.AUTO)
 
     def write_record(self, file_handle, value: list[bytes]):
-        for record in value:
-            _TFRecordUtil.write_record(file_handle, record)
+        file_handle.write(framed(value))
+
+
+def framed(records: list[bytes]) -> bytes:
+    """The records in TFRecord framing (length, its masked CRC32C, data, the data's), in one
+    string: one write a batch instead of Beam's one a record (measured on a 20,000-record job:
+    the per-record writes took ~0.4 s of the host thread under the profiler)."""
+    crc = _TFRecordUtil._masked_crc32c
+    parts = []
+    for record in records:
+        length = _LENGTH.pack(len(record))
+        parts += (length, _CRC.pack(crc(length)), record, _CRC.pack(crc(record)))
+    return b"".join(parts)
 
 
 def write_tfrecord_batches(prefix: str, num_shards: int, suffix: str, shard_name_template: str):

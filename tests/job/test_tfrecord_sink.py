@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from pipeline.common.records import EmbeddedBatch, Record
 from pipeline.job.sinks import OutputSchema
-from pipeline.job.tfrecord_sink import int64_feature, write_tfrecord_batches
+from pipeline.job.tfrecord_sink import framed, int64_feature, write_tfrecord_batches
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:
@@ -77,3 +77,16 @@ def test_the_sink_writes_every_batch_in_order(tmp_path):
     [shard] = glob.glob(str(tmp_path / "out-*.tfrecord"))
     read = list(tf.data.TFRecordDataset(shard).as_numpy_iterator())
     assert read == [raw for b in batches for raw in schema.serialized(b)]
+
+
+def test_a_batch_is_framed_as_beams_record_writer_frames_each_record():
+    import io
+
+    from apache_beam.io.tfrecordio import _TFRecordUtil
+
+    records = [b"", b"x", bytes(range(256)) * 70, b"\x00" * 3]
+    beams = io.BytesIO()
+    for record in records:
+        _TFRecordUtil.write_record(beams, record)
+    assert framed(records) == beams.getvalue()
+    assert framed([]) == b""
