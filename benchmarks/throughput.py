@@ -111,6 +111,13 @@ def _cpu_busy(seconds: float = 1.0) -> float:
     return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
 
 
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, steal included) since boot."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]  # user .. steal (guest is within user)
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_quiet(max_wait_s: float, threshold: float = 0.15) -> float:
     """Waits (up to max_wait_s) until other processes use < threshold of the CPU; returns the
     busy fraction seen last (recorded with each measurement: timings under load are slower)."""
@@ -128,7 +135,7 @@ def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None =
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
     busy = wait_quiet(max_wait_s)
     with open(log, "w") as out:
-        started, start = time.time(), time.perf_counter()
+        started, start, busy_at_start = time.time(), time.perf_counter(), _busy_seconds()
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         peak, done = [0], threading.Event()
 
@@ -141,6 +148,7 @@ def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None =
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall, ended = time.perf_counter() - start, time.time()
+        machine_busy = _busy_seconds() - busy_at_start
         proc.returncode = os.waitstatus_to_exitcode(status)
         done.set()
         sampler.join()
@@ -148,8 +156,12 @@ def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None =
         with open(log) as f:
             tail = f.read()[-3000:]
         raise RuntimeError(f"{' '.join(cmd[:4])}... exited with {proc.returncode}\n{tail}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mib": peak[0] / 2**20, "cpu_busy_before": round(busy, 2),
+    cpu = usage.ru_utime + usage.ru_stime
+    # what the rest of the machine used meanwhile, as a share of all its cores: a round that
+    # ran beside other work (or lost its cores to the hypervisor) shows here
+    others = max(machine_busy - cpu, 0.0) / (wall * (os.cpu_count() or 1))
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak[0] / 2**20,
+            "cpu_busy_before": round(busy, 2), "others_during": round(others, 3),
             "started": started, "ended": ended}
 
 
@@ -256,7 +268,8 @@ class Bench:
                     data["padded_tokens"], m["peak_rss_mib"], precision=precision, run=tag,
                     cpu_seconds=round(data["cpu_seconds"], 2),
                     gflops_per_s=round(data["gflops_per_s"], 1), load_s=round(data["load_s"], 2),
-                    cpu_busy_before=m["cpu_busy_before"], vectors=m["out"] + ".npy",
+                    cpu_busy_before=m["cpu_busy_before"], others_during=m["others_during"],
+                    vectors=m["out"] + ".npy",
                     real=data["real_tokens"], shapes=data["shapes"], dims=data["dims"],
                     tokens_per_text=data["tokens_per_text"])
 
@@ -443,6 +456,11 @@ def drive(args) -> dict:
         if st_ok:
             st_runs.append(b.st([st_best], str(k)))
         job_runs.append(b.job(ours, f"{ours}-1-{k}"))
+        others = result.setdefault("others_during", {"encoder": [], "st": [], "job": []})
+        others["encoder"].append(enc["others_during"])
+        if st_ok:
+            others["st"].append(st_runs[-1]["process"]["others_during"])
+        others["job"].append(job_runs[-1]["others_during"])
 
     # the other precisions once, for the table and the cosines
     full = {ours: enc_runs[0]}
@@ -659,6 +677,11 @@ def report(result: dict) -> None:
         for kind, impls in result["onednn_bf16_kernels"].items()) or "none (not oneDNN)"))
     print()
     _print_table(result["rows"])
+    others = {side: runs for side, runs in result.get("others_during", {}).items() if runs}
+    if others:  # older saved runs have none
+        print("other processes' CPU during each round, as a share of all cores: " + "; ".join(
+            f"{side} " + " ".join(f"{100 * x:.0f}%" for x in runs)
+            for side, runs in others.items()))
     print()
     mm = result["matmul"]
     rows, seq = mm["rows_per_call"]
