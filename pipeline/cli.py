@@ -7,7 +7,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from pipeline.common.exits import exit_now
+from pipeline.common.exits import exit_after
 from pipeline.common.flags import hint
 from pipeline.common.lean_process import refuse_unused_imports
 from pipeline.common.quiet import configure, verbose_requested
@@ -67,14 +67,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The `beam-embed` console script: main, then the process ends without the interpreter's
-    teardown of TensorFlow and Beam (pipeline.common.exits.exit_now; ~0.6-2 s on 2 cores). A
+    teardown of TensorFlow and Beam (pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
     `run` process refuses the imports a job never uses (pipeline.common.lean_process)."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
         from pipeline.job.early import own_flags
 
         refuse_unused_imports(local=own_flags(argv[1:]) is not None)
-    exit_now(main(argv))
+    exit_after(lambda: main(argv))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from pipeline.common.quiet import configure, verbose_requested
 
 if __name__ == "__main__":
     configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
-    from pipeline.common.exits import exit_now
+    from pipeline.common.exits import exit_after
     from pipeline.common.lean_process import refuse_unused_imports
     from pipeline.job.early import own_flags
 
@@ -14,4 +14,4 @@ if __name__ == "__main__":
     refuse_unused_imports(local=own_flags(sys.argv[1:]) is not None)
     from pipeline.job.command import main
 
-    exit_now(main())
+    exit_after(main)

@@ -6,6 +6,7 @@ finished with records missing, or with nothing embedded, never exits 0.
 
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 OK = 0  # finished; every record accounted for
@@ -31,3 +32,19 @@ def exit_now(code: int | None) -> NoReturn:
         except (OSError, ValueError):  # closed or broken pipe: nothing more can reach it
             pass
     os._exit(OK if code is None else code)
+
+
+def exit_after(command: Callable[[], int | None]) -> NoReturn:
+    """Runs `command` and ends the process with its code through exit_now. A SystemExit ends it
+    the same way: SIGTERM unwinds a run with one (pipeline.job.command.unwound_on_sigterm) once
+    its claim is released, and the step it stopped may leave a thread running that the
+    interpreter's teardown would wait on for ever (Beam's state sampler, when the signal lands
+    after its thread starts and before it is marked started)."""
+    try:
+        code = command()
+    except SystemExit as e:
+        code = e.code
+        if code is not None and not isinstance(code, int):  # SystemExit("message"), as Python does
+            print(code, file=sys.stderr)
+            code = FAILED
+    exit_now(code)

@@ -1,5 +1,5 @@
 """`python -m pipeline.run` ends with os._exit after flushing (pipeline.common.exits.exit_now):
-no line is lost and the exit code is the command's."""
+no line is lost, the exit code is the command's, and a run unwound by SIGTERM ends too."""
 
 from __future__ import annotations
 
@@ -35,6 +35,20 @@ def test_exit_now_flushes_buffered_output_and_logging_and_keeps_the_code(tmp_pat
     done = subprocess.run([sys.executable, "-c", "from pipeline.common.exits import exit_now\n"
                            "exit_now(None)"], cwd=ROOT, env=ENV, timeout=120)
     assert done.returncode == exits.OK
+
+
+@pytest.mark.parametrize("raised, code, err", [(143, 143, ""), (None, exits.OK, ""),
+                                               ("'stopped'", exits.FAILED, "stopped\n")])
+def test_exit_after_ends_on_a_system_exit_without_waiting_for_threads(raised, code, err):
+    script = ("import threading, time\n"
+              "threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon\n"
+              "from pipeline.common.exits import exit_after\n"
+              "def command():\n"
+              f"    raise SystemExit({raised})\n"
+              "exit_after(command)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (code, err)
 
 
 @pytest.mark.pipeline

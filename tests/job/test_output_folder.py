@@ -237,3 +237,36 @@ def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, ca
         if mounted:
             # lazily: a file the failed write left open must not keep the mount busy
             subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+# SIGTERM lands as Beam starts a bundle: its state sampler's thread is running, but the sampler
+# is not yet marked started, so Beam's cleanup never stops that (non-daemon) thread
+_STOPPED_AS_A_BUNDLE_STARTS = """
+import os, runpy, signal, sys, time
+from apache_beam.runners.worker import statesampler
+
+def start(self):
+    statesampler.statesampler_impl.StateSampler.start(self)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # the handler runs here, before `started` is set
+
+statesampler.StateSampler.start = start
+sys.argv = ["pipeline.run", *sys.argv[1:]]
+runpy.run_module("pipeline.run", run_name="__main__")
+"""
+
+
+def test_a_run_stopped_as_a_bundle_starts_exits_without_waiting_on_beams_thread(tiny_export,
+                                                                                 tmp_path):
+    out = tmp_path / "out"
+    corpus = write_lines(str(tmp_path / "in.txt"), ["the cat sat", "the dog ran"])
+    stopped = subprocess.Popen(
+        [sys.executable, "-c", _STOPPED_AS_A_BUNDLE_STARTS, "--output", str(out),
+         "--progress_every", "0", "--input", corpus, "--model", tiny_export],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stopped.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        stopped.kill()
+    assert not (out / CLAIM).exists() and not (out / "manifest.json").exists()
