@@ -83,7 +83,8 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
                    spread: bool = True) -> None:
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
-    run)."""
+    run). It also writes each output file in the bundle that makes its rows, without Beam's
+    sink steps around it (pipeline.common.bundle_write): the manifest names the shards."""
     fields = Fields(cfg.text_field, cfg.id_field, cfg.metadata_fields, cfg.max_text_bytes)
     corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, fields, cfg.clean, cfg.split,
                                             spread)
@@ -95,9 +96,9 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
     else:
         schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text)
     written = [embedded["batches"] | f"Write{fmt.title()}" >> WRITERS[fmt](
-        cfg.output, schema, cfg.num_shards) for fmt in cfg.formats]
+        cfg.output, schema, cfg.num_shards, in_bundles=not spread) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
-    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output))
+    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output, not spread))
     # a file that broke off is one dead letter (counted in dead_lettered) for its lost rest
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
               count(corpus["read_dead"], "ReadDead", lambda d: [("read", 1)] + (

@@ -12,8 +12,12 @@ import json
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+from apache_beam.io.filebasedsink import FileBasedSink
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.iobase import Write
 
+from pipeline.common.bundle_write import WriteEachBundle, number_shards
 from pipeline.common.manifest import (
     ERRORS_PREFIX,
     PREFIX,
@@ -21,15 +25,15 @@ from pipeline.common.manifest import (
     listed_files,
     write_manifest,
 )
-from pipeline.common.parquet_sink import write_parquet_batches
+from pipeline.common.parquet_sink import ParquetBatchSink
 from pipeline.common.records import EmbeddedBatch
 from pipeline.common.shards import count_rows
 from pipeline.job.tfrecord_sink import (
+    TFRecordBatchSink,
     bytes_feature,
     example,
     float_features,
     int64_feature,
-    write_tfrecord_batches,
 )
 
 
@@ -136,45 +140,68 @@ def _bytes_list(values: list[str]):
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode("utf-8") for v in values]))
 
 
+def _write(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
+    """Beam's sink steps, or, for one in-process worker with the shard count left to the runner,
+    each bundle's file written where it stays (pipeline.common.bundle_write)."""
+    if in_bundles and sink.num_shards == 0:
+        return WriteEachBundle(sink, sink.file_path_prefix.get(), sink.file_name_suffix.get())
+    return Write(sink)
+
+
 class WriteParquet(beam.PTransform):
-    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int,
+                 in_bundles: bool = False):
         super().__init__()
         self._output, self._schema, self._shards = output, schema, num_shards
+        self._in_bundles = in_bundles
 
     def expand(self, batches):
         schema = self._schema
+        sink = ParquetBatchSink(FileSystems.join(self._output, PREFIX), schema.arrow(), ".parquet",
+                                self._shards, SHARD_TEMPLATE)
         return (batches
                 | "ToArrow" >> beam.Map(schema.table)
-                | "WriteShards" >> write_parquet_batches(
-                    FileSystems.join(self._output, PREFIX), schema.arrow(), self._shards,
-                    ".parquet", SHARD_TEMPLATE))
+                | "WriteShards" >> _write(sink, self._in_bundles))
 
 
 class WriteTFRecord(beam.PTransform):
-    def __init__(self, output: str, schema: OutputSchema, num_shards: int):
+    def __init__(self, output: str, schema: OutputSchema, num_shards: int,
+                 in_bundles: bool = False):
         super().__init__()
         self._output, self._schema, self._shards = output, schema, num_shards
+        self._in_bundles = in_bundles
 
     def expand(self, batches):
+        sink = TFRecordBatchSink(FileSystems.join(self._output, PREFIX), ".tfrecord",
+                                 self._shards, SHARD_TEMPLATE)
         return (batches
                 | "ToExamples" >> beam.Map(self._schema.serialized)
-                | "WriteShards" >> write_tfrecord_batches(
-                    FileSystems.join(self._output, PREFIX), self._shards, ".tfrecord",
-                    SHARD_TEMPLATE))
+                | "WriteShards" >> _write(sink, self._in_bundles))
 
 
 class WriteDeadLetters(beam.PTransform):
-    def __init__(self, output: str):
+    def __init__(self, output: str, in_bundles: bool = False):
         super().__init__()
-        self._output = output
+        self._output, self._in_bundles = output, in_bundles
 
     def expand(self, dead):
+        sink = JsonLinesSink(FileSystems.join(self._output, ERRORS_PREFIX), ".jsonl",
+                             SHARD_TEMPLATE)
         return (dead
                 | "ToJson" >> beam.Map(lambda d: json.dumps(d.to_json(), ensure_ascii=False))
-                | "WriteShards" >> beam.io.WriteToText(
-                    FileSystems.join(self._output, ERRORS_PREFIX),
-                    shard_name_template=SHARD_TEMPLATE,
-                    file_name_suffix=".jsonl"))
+                | "WriteShards" >> _write(sink, self._in_bundles))
+
+
+class JsonLinesSink(FileBasedSink):
+    """One JSON document a line, UTF-8 (what Beam's text sink writes for str elements)."""
+
+    def __init__(self, file_path_prefix: str, file_name_suffix: str, shard_name_template: str):
+        super().__init__(file_path_prefix, coder=None, file_name_suffix=file_name_suffix,
+                         shard_name_template=shard_name_template, mime_type="text/plain",
+                         compression_type=CompressionTypes.AUTO)
+
+    def write_record(self, file_handle, value: str):
+        file_handle.write(value.encode("utf-8") + b"\n")
 
 
 def count(pcoll, label: str, sizes):
@@ -193,7 +220,7 @@ class _WriteManifest(beam.DoFn):
         manifest["counts"] = dict.fromkeys(self._names, 0)
         for k, v in sorted(counts):
             manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
-        manifest.update(listed_files(files, manifest["formats"]))
+        manifest.update(listed_files(number_shards(files, SHARD_TEMPLATE), manifest["formats"]))
         # each shard's rows, read back: readers check them (pipeline.common.shards)
         manifest["rows"] = {name: count_rows(FileSystems.join(self._output, name), fmt)
                             for fmt, names in manifest["files"].items() for name in names}

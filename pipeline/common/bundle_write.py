@@ -1,0 +1,84 @@
+"""A file-based sink written inside the bundles that produce its elements, for one in-process
+worker: each bundle writes one file through the sink's own open/write_record/close, and the
+files are numbered into shard names by the step that lists them (the job's manifest).
+
+Beam's `iobase.Write` runs a sink as five more steps: a one-off initialization, the bundles'
+writes to temporary files, a group-by-key of their names, pre-finalize and finalize (renames).
+Each step is a bundle of its own for the runner (~10-40 ms apiece on 2 cores, measured in a
+20,000-sentence job: the job's three sinks ran twelve such steps, ~0.3 s before its first batch
+and after its last). Those steps make a sink safe when a runner retries or splits bundles over
+workers: only the files of bundles that succeeded are renamed. With one in-process worker a
+failed bundle fails the whole run, and the job writes into a staging folder that is published
+whole or discarded (pipeline.common.staging), so the files can be written where they stay.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import apache_beam as beam
+from apache_beam.io.filebasedsink import FileBasedSink
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
+
+_UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
+_UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<suffix>.*)$")
+
+
+class _WriteBundle(beam.DoFn):
+    def __init__(self, sink: FileBasedSink, prefix: str, suffix: str):
+        self._sink, self._prefix, self._suffix = sink, prefix, suffix
+        self._path = self._handle = None
+
+    def start_bundle(self):
+        # opened even for a bundle without elements: an empty shard, as Beam's sink writes one
+        self._path = f"{self._prefix}{_UNNUMBERED}{uuid.uuid4().hex}{self._suffix}"
+        self._handle = self._sink.open(self._path)
+
+    def process(self, element):
+        self._sink.write_record(self._handle, element)
+
+    def finish_bundle(self):
+        self._sink.close(self._handle)
+        path, self._handle = self._path, None
+        yield WindowedValue(path, GlobalWindow().max_timestamp(), [GlobalWindow()])
+
+
+class WriteEachBundle(beam.PTransform):
+    """Writes a PCollection through `sink`: one file per bundle, named prefix + a unique part +
+    suffix, its path the output. `number_shards` gives them their shard names."""
+
+    def __init__(self, sink: FileBasedSink, prefix: str, suffix: str):
+        super().__init__()
+        self._sink, self._prefix, self._suffix = sink, prefix, suffix
+
+    def expand(self, pcoll):
+        return pcoll | beam.ParDo(_WriteBundle(self._sink, self._prefix, self._suffix))
+
+
+def number_shards(paths: list[str], template: str) -> list[str]:
+    """`paths` with the files WriteEachBundle wrote renamed to shard names: prefix +
+    `template` ("-SSSSS-of-NNNNN", numbered in the order of their unique parts) + suffix. Other
+    paths (a sink that named its shards) are returned as they are."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    kept = []
+    for path in paths:
+        found = _UNNUMBERED_NAME.match(path)
+        if found:
+            groups.setdefault((found["prefix"], found["suffix"]), []).append(path)
+        else:
+            kept.append(path)
+    for (prefix, suffix), written in groups.items():
+        written.sort()
+        names = [prefix + _shard(template, i, len(written)) + suffix for i in range(len(written))]
+        FileSystems.rename(written, names)
+        kept += names
+    return kept
+
+
+def _shard(template: str, index: int, count: int) -> str:
+    """Beam's shard name template: a run of S is the index, a run of N the count."""
+    out = re.sub("S+", lambda m: f"{index:0{len(m.group())}d}", template)
+    return re.sub("N+", lambda m: f"{count:0{len(m.group())}d}", out)
