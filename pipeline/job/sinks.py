@@ -31,7 +31,7 @@ from pipeline.common.shards import count_rows
 from pipeline.job.tfrecord_sink import (
     TFRecordBatchSink,
     bytes_feature,
-    example,
+    examples_of,
     float_features,
     int64_feature,
 )
@@ -86,38 +86,54 @@ class OutputSchema:
         return {col: tf.train.Feature(float_list=tf.train.FloatList(value=rows[col][i]))
                 for col, _ in self.widths}
 
-    def record_features(self, batch: EmbeddedBatch, i: int, text, ints) -> dict:
-        """Record i's features other than its vectors, the one list both TFRecord routes
-        write: `text` encodes a str, `ints` a list of integers."""
-        r = batch.records[i]
-        f = {"id": text(r.id), "source": text(r.source),
-             "num_tokens": ints([batch.num_tokens[i]]), "truncated": ints([batch.truncated[i]])}
+    def feature_columns(self, batch: EmbeddedBatch, text, ints) -> dict[str, list]:
+        """Each feature other than the vectors, for every record (None where a record has no
+        value), the one list both TFRecord routes write: `text` encodes a str, `ints` a list of
+        integers. A batch's sources and token counts repeat: each value is encoded once."""
+        records = batch.records
+        source, tokens, truncated = _once(text), _once(lambda n: ints([n])), \
+            _once(lambda t: ints([t]))
+        columns = {"id": [text(r.id) for r in records],
+                   "source": [source(r.source) for r in records],
+                   "num_tokens": [tokens(n) for n in batch.num_tokens.tolist()],
+                   "truncated": [truncated(t) for t in batch.truncated.tolist()]}
         if self.include_text:
-            f["text"] = text(r.text)
-        meta = dict(r.meta)
-        f.update({k: text(meta[k]) for k in self.metadata_fields if meta.get(k) is not None})
-        return f
+            columns["text"] = [text(r.text) for r in records]
+        if self.metadata_fields:
+            metas = [dict(r.meta) for r in records]
+            for k in self.metadata_fields:
+                columns[k] = [None if m.get(k) is None else text(m[k]) for m in metas]
+        return columns
 
     def serialized(self, batch: EmbeddedBatch) -> list[bytes]:
         """The batch's records as serialized `tf.train.Example`s (the features `examples`
-        builds, in key order), encoded in bulk by pipeline.job.tfrecord_sink."""
-        vectors = {col: float_features(batch.vectors[col]) for col, _ in self.widths}
-        out = []
-        for i in range(len(batch.records)):
-            f = self.record_features(batch, i, _wire_text, int64_feature)
-            f.update({col: rows[i] for col, rows in vectors.items()})
-            out.append(example(f))
-        return out
+        builds, in key order), encoded a column at a time by pipeline.job.tfrecord_sink."""
+        columns = self.feature_columns(batch, _wire_text, int64_feature)
+        columns.update({col: float_features(batch.vectors[col]) for col, _ in self.widths})
+        return examples_of(columns)
 
     def examples(self, batch: EmbeddedBatch):
         """The same records through protobuf's API (token-level rows, which are ragged)."""
         import tensorflow as tf
 
+        columns = self.feature_columns(batch, _bytes, _ints)
         rows = self.vector_rows(batch)
         for i in range(len(batch.records)):
-            f = self.record_features(batch, i, _bytes, _ints)
+            f = {k: values[i] for k, values in columns.items() if values[i] is not None}
             f.update(self.vector_features(rows, i))
             yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+
+def _once(encode):
+    """`encode`, computing each distinct value's result once."""
+    done = {}
+
+    def encoded(value):
+        found = done.get(value)
+        if found is None:
+            found = done[value] = encode(value)
+        return found
+    return encoded
 
 
 def _wire_text(value: str) -> bytes:

@@ -74,15 +74,23 @@ def _entry_key(key: str) -> bytes:
     return _delimited(_FIELD_1, key.encode("utf-8")) + _MAP_VALUE
 
 
-def example(features: dict[str, bytes]) -> bytes:
-    """A serialized `tf.train.Example` from encoded `Feature`s, its map entries in key order
-    (code-point order of str keys is their UTF-8 byte order, protobuf's)."""
+def examples_of(columns: dict[str, list[bytes | None]]) -> list[bytes]:
+    """Serialized `tf.train.Example`s, one per record, from each feature's encoded `Feature` for
+    every record (None: the record has none). Map entries go in key order (code-point order of
+    str keys is their UTF-8 byte order, protobuf's); built a column at a time, each record's
+    entries then joined once."""
     entries = []
-    for key in sorted(features):
-        feature = features[key]
-        entry = _entry_key(key) + _varint(len(feature)) + feature
-        entries.append(_FIELD_1 + _varint(len(entry)) + entry)
-    return _delimited(_FIELD_1, b"".join(entries))
+    for key in sorted(columns):
+        head = _entry_key(key)
+        column = []
+        for feature in columns[key]:
+            if feature is None:
+                column.append(b"")
+                continue
+            entry = head + _varint(len(feature)) + feature
+            column.append(_FIELD_1 + _varint(len(entry)) + entry)
+        entries.append(column)
+    return [_delimited(_FIELD_1, b"".join(parts)) for parts in zip(*entries)]
 
 
 class TFRecordBatchSink(filebasedsink.FileBasedSink):
