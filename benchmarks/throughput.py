@@ -99,23 +99,21 @@ def _tree_rss_bytes(pid: int) -> int:
     return total
 
 
-def _cpu_busy(seconds: float = 1.0) -> float:
-    """Fraction of all cores busy over `seconds` (/proc/stat), i.e. other processes' load."""
-    def snap():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return v[3] + v[4], sum(v)  # idle + iowait, total
-    idle0, total0 = snap()
-    time.sleep(seconds)
-    idle1, total1 = snap()
-    return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
-
-
-def _busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy (all cores, steal included) since boot."""
+def _cpu_seconds() -> tuple[float, float]:
+    """(busy, all) CPU seconds the whole machine has spent since boot, every core, from
+    /proc/stat: busy is all but idle and iowait, steal included (guest is within user)."""
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]  # user .. steal (guest is within user)
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+        v = [int(x) for x in f.readline().split()[1:9]]  # user .. steal
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(v) - v[3] - v[4]) / tick, sum(v) / tick
+
+
+def _cpu_busy(seconds: float = 1.0) -> float:
+    """Fraction of all cores busy over `seconds`, i.e. other processes' load."""
+    busy0, all0 = _cpu_seconds()
+    time.sleep(seconds)
+    busy1, all1 = _cpu_seconds()
+    return (busy1 - busy0) / max(all1 - all0, 1e-9)
 
 
 def wait_quiet(max_wait_s: float, threshold: float = 0.15) -> float:
@@ -135,7 +133,7 @@ def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None =
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
     busy = wait_quiet(max_wait_s)
     with open(log, "w") as out:
-        started, start, busy_at_start = time.time(), time.perf_counter(), _busy_seconds()
+        started, start, busy_at_start = time.time(), time.perf_counter(), _cpu_seconds()[0]
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         peak, done = [0], threading.Event()
 
@@ -148,7 +146,7 @@ def run_measured(cmd: list[str], max_wait_s: float, log: str, env: dict | None =
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall, ended = time.perf_counter() - start, time.time()
-        machine_busy = _busy_seconds() - busy_at_start
+        machine_busy = _cpu_seconds()[0] - busy_at_start
         proc.returncode = os.waitstatus_to_exitcode(status)
         done.set()
         sampler.join()
