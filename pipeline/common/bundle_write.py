@@ -28,14 +28,16 @@ _UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<s
 
 
 class _WriteBundle(beam.DoFn):
-    def __init__(self, sink: FileBasedSink, prefix: str, suffix: str):
-        self._sink, self._prefix, self._suffix = sink, prefix, suffix
+    def __init__(self, sink: FileBasedSink):
+        self._sink = sink
         self._path = self._handle = None
 
     def start_bundle(self):
         # opened even for a bundle without elements: an empty shard, as Beam's sink writes one
-        self._path = f"{self._prefix}{_UNNUMBERED}{uuid.uuid4().hex}{self._suffix}"
-        self._handle = self._sink.open(self._path)
+        sink = self._sink
+        self._path = (f"{sink.file_path_prefix.get()}{_UNNUMBERED}{uuid.uuid4().hex}"
+                      f"{sink.file_name_suffix.get()}")
+        self._handle = sink.open(self._path)
 
     def process(self, element):
         self._sink.write_record(self._handle, element)
@@ -47,15 +49,15 @@ class _WriteBundle(beam.DoFn):
 
 
 class WriteEachBundle(beam.PTransform):
-    """Writes a PCollection through `sink`: one file per bundle, named prefix + a unique part +
-    suffix, its path the output. `number_shards` gives them their shard names."""
+    """Writes a PCollection through `sink`: one file per bundle, named the sink's prefix + a
+    unique part + its suffix, its path the output. `number_shards` gives them shard names."""
 
-    def __init__(self, sink: FileBasedSink, prefix: str, suffix: str):
+    def __init__(self, sink: FileBasedSink):
         super().__init__()
-        self._sink, self._prefix, self._suffix = sink, prefix, suffix
+        self._sink = sink
 
     def expand(self, pcoll):
-        return pcoll | beam.ParDo(_WriteBundle(self._sink, self._prefix, self._suffix))
+        return pcoll | beam.ParDo(_WriteBundle(self._sink))
 
 
 def number_shards(paths: list[str], template: str) -> list[str]:

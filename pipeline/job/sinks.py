@@ -160,7 +160,7 @@ def _write(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
     """Beam's sink steps, or, for one in-process worker with the shard count left to the runner,
     each bundle's file written where it stays (pipeline.common.bundle_write)."""
     if in_bundles and sink.num_shards == 0:
-        return WriteEachBundle(sink, sink.file_path_prefix.get(), sink.file_name_suffix.get())
+        return WriteEachBundle(sink)
     return Write(sink)
 
 

@@ -18,7 +18,6 @@ import struct
 import numpy as np
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.iobase import Write
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
 # Protobuf tags (field number << 3 | 2, length-delimited) of tensorflow/core/example/*.proto.
@@ -117,8 +116,3 @@ def framed(records: list[bytes]) -> bytes:
         length = _LENGTH.pack(len(record))
         parts += (length, _CRC.pack(crc(length)), record, _CRC.pack(crc(record)))
     return b"".join(parts)
-
-
-def write_tfrecord_batches(prefix: str, num_shards: int, suffix: str, shard_name_template: str):
-    """The PTransform writing a PCollection of lists of serialized records."""
-    return Write(TFRecordBatchSink(prefix, suffix, num_shards, shard_name_template))

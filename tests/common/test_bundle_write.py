@@ -19,9 +19,9 @@ from tests.common.test_parquet_sink import SCHEMA, _table
 TEMPLATE = "-SSSSS-of-NNNNN"
 
 
-def _bundle(sink, prefix: str, suffix: str, elements) -> str:
+def _bundle(sink, elements) -> str:
     """One bundle through the DoFn as a runner calls it; the path it outputs."""
-    fn = _WriteBundle(sink, prefix, suffix)
+    fn = _WriteBundle(sink)
     fn.start_bundle()
     for e in elements:
         fn.process(e)
@@ -32,7 +32,7 @@ def _bundle(sink, prefix: str, suffix: str, elements) -> str:
 def test_each_bundle_writes_one_file_and_the_files_get_shard_names(tmp_path):
     prefix = str(tmp_path / "errors")
     sink = JsonLinesSink(prefix, ".jsonl", TEMPLATE)
-    written = [_bundle(sink, prefix, ".jsonl", lines)
+    written = [_bundle(sink, lines)
                for lines in (["a", "b"], [], ['{"t": "é"}'])]
     assert all(os.path.exists(p) for p in written) and len(set(written)) == 3
     contents = {p: open(p, "rb").read() for p in written}
@@ -58,9 +58,9 @@ def test_in_bundle_files_hold_what_beams_sink_steps_write(tmp_path):
         with beam.Pipeline() as p:
             if in_bundles:
                 files = ((p | "T" >> beam.Create(tables)
-                          | "P" >> WriteEachBundle(pq_sink, pq_prefix, ".parquet")),
+                          | "P" >> WriteEachBundle(pq_sink)),
                          (p | "L" >> beam.Create(lines)
-                          | "J" >> WriteEachBundle(js_sink, js_prefix, ".jsonl")))
+                          | "J" >> WriteEachBundle(js_sink)))
                 _ = (files | beam.Flatten() | beam.combiners.ToList()
                      | beam.Map(number_shards, TEMPLATE))
             else:

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from pipeline.common.records import EmbeddedBatch, Record
 from pipeline.job.sinks import OutputSchema
-from pipeline.job.tfrecord_sink import framed, int64_feature, write_tfrecord_batches
+from pipeline.job.tfrecord_sink import TFRecordBatchSink, framed, int64_feature
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:
@@ -73,7 +73,8 @@ def test_the_sink_writes_every_batch_in_order(tmp_path):
     batches = [_batch(5), _batch(3)]
     with beam.Pipeline() as p:
         _ = (p | beam.Create(batches, reshuffle=False) | beam.Map(schema.serialized)
-             | write_tfrecord_batches(str(tmp_path / "out"), 1, ".tfrecord", "-SSSSS-of-NNNNN"))
+             | beam.io.iobase.Write(TFRecordBatchSink(str(tmp_path / "out"), ".tfrecord", 1,
+                                                      "-SSSSS-of-NNNNN")))
     [shard] = glob.glob(str(tmp_path / "out-*.tfrecord"))
     read = list(tf.data.TFRecordDataset(shard).as_numpy_iterator())
     assert read == [raw for b in batches for raw in schema.serialized(b)]
