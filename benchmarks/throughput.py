@@ -11,9 +11,11 @@ One invocation, one corpus, one model (all-MiniLM-L6-v2, the `minilm` preset):
             fp32 and bf16; sentence-transformers fp32 and bf16 at batch 32 and 128. The fastest
             of each side is what the rounds compare (bf16 on AMX; fp32 where bf16 has no
             hardware: there both sides' bf16 runs on emulation).
-  rounds    --rounds (default 5) alternating rounds of [TF's own MatMul rate at the model's
-            shapes, (b) our encoder stage, (d) sentence-transformers, (c) the in-process job], at
-            the picked precisions, so outside load hits all of them alike. Every ratio is
+  rounds    --rounds (default 5) rounds of [(d) sentence-transformers, (b) our encoder stage,
+            (c) the in-process job], the order reversed every other round, then TF's own MatMul
+            rate at the model's shapes, at the picked precisions: the encoder stage runs right
+            next to each process it is compared with, and outside load hits all of them alike
+            (round_order). Every ratio is
             reported as its median and min-max over the rounds (never the best round), on wall
             time and on CPU time (steadier when other processes share the cores).
   (a) naive     Beam's MLTransform + TensorflowHubTextEmbeddings on the MiniLM export (pad to
@@ -395,6 +397,14 @@ def startup_seconds(phases: dict) -> float:
                if k != "the rest of the work" and not k.startswith("benchmark bookkeeping"))
 
 
+def round_order(k: int, with_st: bool = True) -> tuple[str, ...]:
+    """Round k's processes in order. Each ratio compares two processes of one round, so the two
+    run back to back (a shared machine's speed drifts between processes a minute apart), and
+    which of them goes first alternates, so neither always follows the same neighbour."""
+    order = ("st", "encoder", "job") if k % 2 else ("job", "encoder", "st")
+    return order if with_st else tuple(s for s in order if s != "st")
+
+
 def drive(args) -> dict:
     spec = importlib.util.spec_from_file_location("beam_embed_bench_corpus",
                                                   os.path.join(BENCH, "corpus.py"))
@@ -441,19 +451,25 @@ def drive(args) -> dict:
                       "st_rates": {k: r["sentences_per_s"] for k, r in st_pick.items()}}
     b.say(f"picked: ours {ours}, sentence-transformers {st_best}")
 
-    # rounds: [TF matmul rate, our encoder, sentence-transformers, the in-process job]
+    # rounds: the encoder stage between the two it is compared with, sentence-transformers on
+    # one side and the job on the other, the sides swapped every round; then TF's matmul rate
     enc_runs, st_runs, job_runs, mm_runs = [], [], [], []
     for k in range(1, args.rounds + 1):
-        enc = b.encoder(ours, str(k))
-        enc_runs.append(enc)
+        steps = round_order(k, st_ok)
+        for step in steps:
+            if step == "encoder":
+                enc = b.encoder(ours, str(k))
+                enc_runs.append(enc)
+            elif step == "st":
+                st_runs.append(b.st([st_best], str(k)))
+            else:
+                job_runs.append(b.job(ours, f"{ours}-1-{k}"))
         rows_per_call = _dominant_shape(enc["shapes"])
         b.say(f"matmul rate at {rows_per_call[0] * rows_per_call[1]} rows ({k})")
         mm, _ = b.worker("matmul", str(k), rows=str(rows_per_call[0] * rows_per_call[1]),
                          dims=enc["dims"], precisions=",".join(OUR_PRECISIONS))
         mm_runs.append(mm)
-        if st_ok:
-            st_runs.append(b.st([st_best], str(k)))
-        job_runs.append(b.job(ours, f"{ours}-1-{k}"))
+        result.setdefault("round_order", []).append(list(steps) + ["matmul"])
         others = result.setdefault("others_during", {"encoder": [], "st": [], "job": []})
         others["encoder"].append(enc["others_during"])
         if st_ok:
@@ -673,6 +689,9 @@ def report(result: dict) -> None:
     print("oneDNN kernels, one bf16 batch: " + ("; ".join(
         f"{kind}: " + ", ".join(f"{k} x{n}" for k, n in impls.items())
         for kind, impls in result["onednn_bf16_kernels"].items()) or "none (not oneDNN)"))
+    if "round_order" in result:  # older saved runs ran [matmul, encoder, st, job] each round
+        print("order of each round: " + "; ".join(
+            ", ".join(steps) for steps in result["round_order"]))
     print()
     _print_table(result["rows"])
     others = {side: runs for side, runs in result.get("others_during", {}).items() if runs}
@@ -739,8 +758,9 @@ def main(argv=None) -> int:
     ap.add_argument("--model", help="an export-model folder (default: the minilm preset)")
     ap.add_argument("--st-python", help="interpreter with torch + sentence-transformers")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating rounds of [matmul rate, encoder, sentence-transformers, "
-                         "job]; medians and ranges over them are reported (default 5)")
+                    help="rounds of [sentence-transformers, encoder, job], reversed every other "
+                         "round, then the matmul rate; medians and ranges over them are "
+                         "reported (default 5)")
     ap.add_argument("--pick-sentences", type=int, default=400,
                     help="corpus prefix on which each side's fastest precision is picked")
     ap.add_argument("--naive-sentences", type=int, default=1000,
