@@ -7,6 +7,7 @@ import importlib
 import sys
 from typing import NoReturn
 
+from pipeline.common import startup_gc
 from pipeline.common.exits import exit_after
 from pipeline.common.flags import hint
 from pipeline.common.lean_process import refuse_unused_imports
@@ -74,6 +75,7 @@ def entry() -> NoReturn:
         from pipeline.job.early import own_flags
 
         refuse_unused_imports(local=own_flags(argv[1:]) is not None)
+        startup_gc.pause()  # the run resumes it (pipeline/common/startup_gc.py)
     exit_after(lambda: main(argv))
 
 

@@ -12,6 +12,9 @@ if __name__ == "__main__":
 
     # this process is the job's own; only the job's flags: a local run
     refuse_unused_imports(local=own_flags(sys.argv[1:]) is not None)
+    from pipeline.common import startup_gc
+
+    startup_gc.pause()  # the run resumes it (startup_gc.py)
     from pipeline.job.command import main
 
     exit_after(main)
