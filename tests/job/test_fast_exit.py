@@ -37,6 +37,20 @@ def test_exit_now_flushes_buffered_output_and_logging_and_keeps_the_code(tmp_pat
     assert done.returncode == exits.OK
 
 
+def test_exit_now_runs_the_atexit_handlers_libraries_clean_up_in(tmp_path):
+    made = tmp_path / "generated.py"  # as TensorFlow's autograph leaves its modules
+    script = ("import atexit, os\n"
+              f"open({str(made)!r}, 'w').close()\n"
+              f"atexit.register(os.remove, {str(made)!r})\n"
+              "atexit.register(print, 'handler ran')\n"
+              "from pipeline.common.exits import exit_now\n"
+              "exit_now(4)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (4, "handler ran\n")
+    assert not made.exists()
+
+
 @pytest.mark.parametrize("raised, code, err", [(143, 143, ""), (None, exits.OK, ""),
                                                ("'stopped'", exits.FAILED, "stopped\n")])
 def test_exit_after_ends_on_a_system_exit_without_waiting_for_threads(raised, code, err):
