@@ -75,6 +75,34 @@ def stderr_silenced():
         os.close(saved)
 
 
+@contextlib.contextmanager
+def stderr_held():
+    """Holds what the block writes to file descriptor 2 (subprocesses included) in a temporary
+    file and drops it, unless the block raises: then it goes to stderr after all, so a failing
+    tool's own explanation still reaches the user."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    held = tempfile.TemporaryFile()
+    os.dup2(held.fileno(), 2)
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        if failed:
+            held.seek(0)
+            sys.stderr.buffer.write(held.read())
+            sys.stderr.flush()
+        held.close()
+
+
 def import_tensorflow() -> None:
     """Loads TensorFlow and tensorflow-text's ops now (without the Keras a run never calls: see
     models/tf_import.py), without their start-up lines when a command asked for quiet

@@ -19,6 +19,7 @@ pickles and unpickles every step, environments, the setup-file sdist, the Job pr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 
@@ -34,6 +35,8 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.dataflow.internal import apiclient
 from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE, Stager
 
+from pipeline.common.log import is_verbose
+from pipeline.common.quiet import stderr_held
 from pipeline.common.runners import runner_for
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -122,7 +125,8 @@ def build_job(options: PipelineOptions, build: Callable[[beam.Pipeline], None]):
             proto = p.to_runner_api()
             beam.Pipeline.from_runner_api(proto, p.runner, options)  # unpickles every step
             return proto, None, []
-        job = p.run().job  # DataflowRunner.run_pipeline, stopping at the Job (dry_run)
+        with _staging_quiet():  # DataflowRunner.run_pipeline, stopping at the Job (dry_run)
+            job = p.run().job
     except Exception as e:
         step = unserializable_step(p)
         if step is None:
@@ -132,8 +136,16 @@ def build_job(options: PipelineOptions, build: Callable[[beam.Pipeline], None]):
             f"{str(step[1]).strip()[:300]}); load models and open clients in DoFn.setup() or "
             "ModelHandler.load_model, never on the launcher") from e
     client = OfflineClient(options, job.root_staging_location)
-    client.create_job_description(job)  # Beam's own: image overrides, staging, Environment
+    with _staging_quiet():
+        client.create_job_description(job)  # Beam's own: image overrides, staging, Environment
     return job.proto_pipeline, job, client.staged
+
+
+def _staging_quiet():
+    """Beam builds the setup file's sdist in subprocesses that write to stderr: its `python -m
+    build` try, which fails where the `build` package is missing, then setuptools' manifest
+    lines. Library noise unless the build fails (then it is shown), or with -v."""
+    return contextlib.nullcontext() if is_verbose() else stderr_held()
 
 
 class NotSerializable(ValueError):

@@ -122,6 +122,15 @@ def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
     assert "pipeline.job.embed" in shipped["project_modules"]
 
 
+def test_the_dry_run_shows_its_own_lines_not_the_sdist_build(tmp_path, capfd):
+    code, job, _ = dry_run(str(tmp_path), "--config", CPU_CONFIG)
+    assert code == 0 and job["setup_file"] == "./setup.py"  # the sdist was built
+    err = capfd.readouterr().err
+    assert "previously-included" not in err  # setuptools' manifest lines
+    assert "build.__main__" not in err and "No module named" not in err
+    assert "dry run:" in err  # the tool's own line still shows
+
+
 def test_remote_model_is_not_read(gpu_job):
     model = gpu_job["model"]
     assert model["loaded"] is False and model["widths"] is None
