@@ -7,10 +7,8 @@ import importlib
 import sys
 from typing import NoReturn
 
-from pipeline.common import startup_gc
 from pipeline.common.exits import exit_after
 from pipeline.common.flags import hint
-from pipeline.common.lean_process import refuse_unused_imports
 from pipeline.common.quiet import configure, verbose_requested
 
 # Every command is a module with main(argv) -> exit code.
@@ -69,13 +67,12 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> NoReturn:
     """The `beam-embed` console script: main, then the process ends without the interpreter's
     teardown of TensorFlow and Beam (pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
-    `run` process refuses the imports a job never uses (pipeline.common.lean_process)."""
+    `run` process is set up as the job's own (pipeline.job.early.job_process)."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
-        from pipeline.job.early import own_flags
+        from pipeline.job.early import job_process
 
-        refuse_unused_imports(local=own_flags(argv[1:]) is not None)
-        startup_gc.pause()  # the run resumes it (pipeline/common/startup_gc.py)
+        job_process(argv[1:])
     exit_after(lambda: main(argv))
 
 

@@ -61,18 +61,24 @@ def configure(verbose: bool) -> None:
 
 
 @contextlib.contextmanager
-def stderr_silenced():
-    """Sends the process's file descriptor 2 to /dev/null (C++ writes included), then back."""
+def _stderr_to(file):
+    """File descriptor 2 (C++ and subprocess writes included) sent to `file`, then back."""
     sys.stderr.flush()
     saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
     try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
         yield
     finally:
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Sends the process's file descriptor 2 to /dev/null, then back."""
+    with open(os.devnull, "w") as null, _stderr_to(null):
+        yield
 
 
 @contextlib.contextmanager
@@ -82,25 +88,15 @@ def stderr_held():
     tool's own explanation still reaches the user."""
     import tempfile
 
-    sys.stderr.flush()
-    saved = os.dup(2)
-    held = tempfile.TemporaryFile()
-    os.dup2(held.fileno(), 2)
-    failed = False
-    try:
-        yield
-    except BaseException:
-        failed = True
-        raise
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        if failed:
+    with tempfile.TemporaryFile() as held:
+        try:
+            with _stderr_to(held):
+                yield
+        except BaseException:
             held.seek(0)
             sys.stderr.buffer.write(held.read())
             sys.stderr.flush()
-        held.close()
+            raise
 
 
 def import_tensorflow() -> None:

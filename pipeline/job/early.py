@@ -45,6 +45,18 @@ def own_flags(argv: list[str]) -> argparse.Namespace | None:
     return None if unknown else flags
 
 
+def job_process(argv: list[str]) -> None:
+    """Set-up of a process that exists to run the job (`python -m pipeline.run`, `beam-embed
+    run`), given the job's arguments: it refuses the imports a job never uses, those of other
+    runners too when argv is a local run (pipeline.common.lean_process), and holds the garbage
+    collector off until the run starts (pipeline.common.startup_gc)."""
+    from pipeline.common import startup_gc
+    from pipeline.common.lean_process import refuse_unused_imports
+
+    refuse_unused_imports(local=own_flags(argv) is not None)
+    startup_gc.pause()
+
+
 def _fresh_output(flags: argparse.Namespace) -> bool:
     """The run will not be refused for a previous run in its output (checked again, fully, by
     the launcher)."""
