@@ -3,6 +3,8 @@ full parse (options.py -> config.py) and the early warm-up (early.py) both do wi
 
 from __future__ import annotations
 
+import os
+
 import yaml
 
 from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
@@ -15,9 +17,21 @@ def csv_values(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
+# Beam's flags naming files of the project a config ships with, which Beam stages for the workers:
+# a relative path there means "beside this config", so the config works from any folder.
+CONFIG_RELATIVE = ("--setup_file", "--requirements_file", "--extra_package", "--extra_packages")
+
+
+def _beside(config_path: str, value: str) -> str:
+    if "://" in value or os.path.isabs(value):
+        return value
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config_path)), value))
+
+
 def config_argv(path: str, known: set[str]) -> list[str]:
     """A `--config FILE.yaml`'s keys as command-line flags; a FlagError for a key that is not
-    one of `known`, a ValueError for a file that cannot be read as a mapping."""
+    one of `known`, a ValueError for a file that cannot be read as a mapping. Relative paths in
+    the CONFIG_RELATIVE keys are read from the config file's folder."""
     try:
         with open(path, encoding="utf-8") as f:
             config = yaml.safe_load(f) or {}
@@ -31,6 +45,9 @@ def config_argv(path: str, known: set[str]) -> list[str]:
         if flag not in known:
             raise FlagError(f"unknown key {key!r} in {path}" + (
                 hint(flag, known) or "; expected a flag of `beam-embed run --help`"))
+        if flag in CONFIG_RELATIVE:
+            value = [_beside(path, str(v)) for v in value] if isinstance(value, list) \
+                else _beside(path, str(value))
         if isinstance(value, bool):
             negative = "--no-" + flag[2:]
             if value:
@@ -38,7 +55,7 @@ def config_argv(path: str, known: set[str]) -> list[str]:
             elif negative in known:
                 argv.append(negative)
         elif isinstance(value, list):
-            if flag == "--input":
+            if flag in ("--input", "--extra_package"):
                 for v in value:
                     argv += [flag, str(v)]
             else:

@@ -32,7 +32,7 @@ DRY_RUN_LIMIT_S = 240
 
 
 @contextlib.contextmanager
-def offline(tmp):
+def offline(tmp, cwd=REPO):
     """Refuses (and records) every connection and DNS lookup; no credentials; alarm on hangs."""
     attempts = []
 
@@ -50,16 +50,16 @@ def offline(tmp):
     try:
         with mock.patch.object(socket.socket, "connect", refuse), \
                 mock.patch.object(socket, "getaddrinfo", refuse), \
-                mock.patch.dict(os.environ, env), contextlib.chdir(REPO):
+                mock.patch.dict(os.environ, env), contextlib.chdir(cwd):
             yield attempts
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def dry_run(tmp, *args: str) -> tuple[int, dict | None, list[str]]:
+def dry_run(tmp, *args: str, cwd=REPO) -> tuple[int, dict | None, list[str]]:
     job_file = os.path.join(tmp, "job.json")
-    with offline(tmp) as attempts:
+    with offline(tmp, cwd) as attempts:
         code = main([*args, "--dry-run", "--job-file", job_file])
     assert attempts == [], f"the dry run tried the network: {attempts}"
     if code != 0:
@@ -107,7 +107,7 @@ def test_worker_environment_has_the_gpu_and_the_image(gpu_job, gpu_config):
 
 
 def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
-    assert gpu_job["setup_file"] == "./setup.py"
+    assert gpu_job["setup_file"] == os.path.join(REPO, "setup.py")  # read beside the config
     staged = {s["name"]: s for s in gpu_job["staged"]}
     assert {"workflow.tar.gz", "pipeline.pb"} <= set(staged)
     assert staged["workflow.tar.gz"]["location"].startswith(gpu_job["staging_location"])
@@ -123,8 +123,10 @@ def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
 
 
 def test_the_dry_run_shows_its_own_lines_not_the_sdist_build(tmp_path, capfd):
-    code, job, _ = dry_run(str(tmp_path), "--config", CPU_CONFIG)
-    assert code == 0 and job["setup_file"] == "./setup.py"  # the sdist was built
+    # from a folder outside the repository: the config's setup_file is read beside the config
+    code, job, _ = dry_run(str(tmp_path), "--config", CPU_CONFIG, cwd=str(tmp_path))
+    assert code == 0 and job["setup_file"] == os.path.join(REPO, "setup.py")
+    assert any(s["name"] == "workflow.tar.gz" for s in job["staged"])  # the sdist was built
     err = capfd.readouterr().err
     assert "previously-included" not in err  # setuptools' manifest lines
     assert "build.__main__" not in err and "No module named" not in err
