@@ -55,7 +55,7 @@ def config_argv(path: str, known: set[str]) -> list[str]:
             elif negative in known:
                 argv.append(negative)
         elif isinstance(value, list):
-            if flag in ("--input", "--extra_package"):
+            if flag in ("--input", "--extra_package", "--extra_packages"):  # repeatable flags
                 for v in value:
                     argv += [flag, str(v)]
             else:

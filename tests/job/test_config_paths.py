@@ -30,6 +30,12 @@ def test_relative_staged_files_are_read_beside_the_config(tmp_path):
                     "--extra_package", os.path.join(configs, "b.whl")]
 
 
+def test_a_list_of_extra_packages_repeats_the_flag(tmp_path):
+    cfg = _write(tmp_path / "c", "extra_packages: [/a.whl, gs://b/c.whl]\n")
+    assert config_argv(cfg, KNOWN) == ["--extra_packages", "/a.whl",
+                                       "--extra_packages", "gs://b/c.whl"]
+
+
 def test_absolute_remote_and_other_paths_are_kept(tmp_path):
     cfg = _write(tmp_path / "c", "setup_file: /abs/setup.py\nextra_package: gs://b/p.tar.gz\n"
                  "input: [corpus/*.txt]\noutput: out\n")
