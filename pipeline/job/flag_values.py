@@ -20,9 +20,12 @@ def csv_values(value: str | None) -> tuple[str, ...]:
 # Beam's flags naming files of the project a config ships with, which Beam stages for the workers:
 # a relative path there means "beside this config", so the config works from any folder.
 CONFIG_RELATIVE = ("--setup_file", "--requirements_file", "--extra_package", "--extra_packages")
+# Flags given once per value (Beam's extra_package appends), never as one comma-joined value.
+REPEATED = ("--input", "--extra_package", "--extra_packages")
 
 
-def _beside(config_path: str, value: str) -> str:
+def _beside(config_path: str, value) -> str:
+    value = str(value)
     if "://" in value or os.path.isabs(value):
         return value
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config_path)), value))
@@ -46,8 +49,8 @@ def config_argv(path: str, known: set[str]) -> list[str]:
             raise FlagError(f"unknown key {key!r} in {path}" + (
                 hint(flag, known) or "; expected a flag of `beam-embed run --help`"))
         if flag in CONFIG_RELATIVE:
-            value = [_beside(path, str(v)) for v in value] if isinstance(value, list) \
-                else _beside(path, str(value))
+            value = ([_beside(path, v) for v in value] if isinstance(value, list)
+                     else _beside(path, value))
         if isinstance(value, bool):
             negative = "--no-" + flag[2:]
             if value:
@@ -55,7 +58,7 @@ def config_argv(path: str, known: set[str]) -> list[str]:
             elif negative in known:
                 argv.append(negative)
         elif isinstance(value, list):
-            if flag in ("--input", "--extra_package", "--extra_packages"):  # repeatable flags
+            if flag in REPEATED:
                 for v in value:
                     argv += [flag, str(v)]
             else:
