@@ -16,14 +16,21 @@ import json
 import re
 import sys
 import time
+import unicodedata
 
 from pipeline.common import exits
 from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.log import log
 from pipeline.common.quiet import import_tensorflow
+from pipeline.common.terminal import json_printable, printable
 from pipeline.search.highlight import STYLES, highlight, query_words
-from pipeline.search.limits import DEFAULT_BLOCK_ROWS, DEFAULT_K, DEFAULT_MAX_CHARS
+from pipeline.search.limits import (
+    DEFAULT_BLOCK_ROWS,
+    DEFAULT_K,
+    DEFAULT_MAX_CHARS,
+    QUERY_SHOWN_CHARS,
+)
 
 PROG = "beam-embed search"
 
@@ -34,13 +41,31 @@ def _shown(text: str | None, max_chars: int) -> str:
 
 
 def format_hits(query: str, hits: list, style: str, max_chars: int) -> str:
-    """`hits`: scan.Hit values, best first."""
+    """`hits`: scan.Hit values, best first. Texts and ids come from the corpus and the query
+    from the command line: their control characters are shown as escapes (terminal.py) before
+    the highlight adds its own, on a terminal and in a pipe alike (a pipe often ends in `less
+    -R` or a terminal)."""
     words = query_words(query)
-    width = max((len(h.id) for h in hits), default=0)
-    lines = [f"{i:>3}. {h.score:.4f}  {h.id:<{width}}  "
-             f"{highlight(_shown(h.text, max_chars), words, style)}".rstrip()
-             for i, h in enumerate(hits, 1)]
-    return "\n".join([f"query: {query}"] + lines)
+    ids = [printable(h.id) for h in hits]
+    width = max(map(len, ids), default=0)
+    lines = [f"{i:>3}. {h.score:.4f}  {shown_id:<{width}}  "
+             f"{highlight(printable(_shown(h.text, max_chars)), words, style)}".rstrip()
+             for i, (h, shown_id) in enumerate(zip(hits, ids), 1)]
+    return "\n".join([f"query: {printable(_shown(query, QUERY_SHOWN_CHARS))}"] + lines)
+
+
+def blank_query(query: str) -> bool:
+    """Nothing to search for: only whitespace and control or format characters, which the
+    tokenizers drop (BERT's removes Cc and Cf), leaving a query of [CLS] [SEP] alone."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in query)
+
+
+def cut_queries(num_tokens, truncated, max_tokens: int | None) -> list[str]:
+    """One line per query the model read only the start of (an Embedded's `num_tokens` and
+    `truncated`; a run with --long-text chunk reads every query whole)."""
+    return [f"query {i} is {int(n):,} tokens long; only its first {max_tokens:,} were used (the "
+            "model's max_seq_length), the rest was ignored"
+            for i, (n, cut) in enumerate(zip(num_tokens, truncated), 1) if cut]
 
 
 def parser() -> CommandParser:
@@ -69,6 +94,10 @@ def parse_args(argv: list[str]):
     for flag, value in (("-k", args.k), ("--block-rows", args.block_rows)):
         if value < 1:
             p.error(f"{flag} must be a positive integer, got {value}")
+    for i, query in enumerate(args.queries, 1):
+        if blank_query(query):
+            what = "blank (only whitespace or control characters)" if query else "empty"
+            p.error(f"query {i} is {what}; expected some text to search for")
     return args
 
 
@@ -94,16 +123,21 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.search.scan import resolve_hits, top_k
 
     p = corpus.pooling
-    queries = embedder.embed(list(args.queries)).vectors[p.column]
+    embedded = embedder.embed(list(args.queries))
+    for line in cut_queries(embedded.num_tokens, embedded.truncated,
+                            embedder.encoder.max_seq_length):
+        log(line)
+    queries = embedded.vectors[p.column]
     began = time.monotonic()
     scored, source = blocks(corpus, args.index, args.block_rows)
     best, rows = top_k(scored, queries, args.k, normalized=args.index or p.normalize)
     hits = resolve_hits(corpus.shards, best, corpus.has_text)
-    log(f"{corpus.model['name']}, pooling {p.name}: {rows} records from {source} in "
-        f"{time.monotonic() - began:.2f}s")
-    if args.json:
-        print(json.dumps([{"query": q, "hits": [dataclasses.asdict(h) for h in found]}
-                          for q, found in zip(args.queries, hits)], ensure_ascii=False))
+    log(f"{printable(str(corpus.model['name']))}, pooling {printable(p.name)}: {rows} records "
+        f"from {source} in {time.monotonic() - began:.2f}s")
+    if args.json:  # exact texts, with the characters a terminal obeys as JSON escapes
+        print(json_printable(json.dumps(
+            [{"query": q, "hits": [dataclasses.asdict(h) for h in found]}
+             for q, found in zip(args.queries, hits)], ensure_ascii=False)))
         return 0
     style = args.highlight if args.highlight != "auto" else (
         "bold" if sys.stdout.isatty() else "markdown")
