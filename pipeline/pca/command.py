@@ -25,7 +25,7 @@ from pipeline.common import exits
 from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser, check_beam_args
 from pipeline.common.log import log
-from pipeline.pca.limits import DEFAULT_COMPONENTS, DEFAULT_SAMPLE, PROJECTOR_LIMIT
+from pipeline.pca.limits import DEFAULT_COMPONENTS, DEFAULT_SAMPLE, MIN_SAMPLE, PROJECTOR_LIMIT
 
 PROG = "beam-embed pca"
 
@@ -38,7 +38,9 @@ def parser() -> CommandParser:
     p.add_argument("--output", required=True, help="folder for the fit, projections, exports")
     p.add_argument("--pooling", help="pooling name or column (default: the manifest's first)")
     p.add_argument("--components", type=int,
-                   help=f"K, the number of components (default {DEFAULT_COMPONENTS} or the width)")
+                   help=f"K, the number of components: 1 to the width or the number of records, "
+                        f"whichever is smaller (default {DEFAULT_COMPONENTS}, or that bound when "
+                        "smaller)")
     p.add_argument("--format", help="parquet or tfrecord (default: parquet when listed)")
     p.add_argument("--center", action=argparse.BooleanOptionalAction,
                    help="subtract the mean before the fit (default: yes)")
@@ -51,7 +53,7 @@ def parser() -> CommandParser:
     p.add_argument("--dims", type=int, choices=(2, 3), default=2, help="plot dimensions")
     p.add_argument("--method", default="pca", help="plot map: pca, tsne or umap")
     p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
-                   help=f"points in the projector and plots (at most {PROJECTOR_LIMIT:,})")
+                   help=f"points in the projector and plots ({MIN_SAMPLE} to {PROJECTOR_LIMIT:,})")
     p.add_argument("--seed", type=int, default=0, help="sample and t-SNE/UMAP seed")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's outputs")
     return p

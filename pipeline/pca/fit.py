@@ -154,9 +154,10 @@ class PcaFit:
 def fit_pca(moments: Moments, spec: FitSpec) -> PcaFit:
     """Moments -> the top `spec.components` principal axes (eigh of the covariance)."""
     n, k = moments.count, spec.components
-    if n < max(2, k):
+    if n < max(2, k):  # the job checks the manifest's count first; this is what was read
+        fewer = f" (pass --components {n} or fewer)" if n >= 2 else ""
         raise ValueError(f"PCA with {k} components needs at least {max(2, k)} vectors in "
-                         f"column {spec.pooling.column!r}; got {n}")
+                         f"column {spec.pooling.column!r}; got {n}{fewer}")
     mean = moments.total / n
     cov = (moments.scatter - n * np.outer(mean, mean)) / (n - 1)
     decomposed = cov if spec.center else moments.scatter / (n - 1)

@@ -31,7 +31,14 @@ from pipeline.common.staging import remove_leftovers
 from pipeline.pca.exports import ExportSpec, export_sample, start_warm_up
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
-from pipeline.pca.limits import DEFAULT_COMPONENTS, PROJECTOR_LIMIT
+from pipeline.pca.limits import (
+    check_components,
+    check_dims,
+    check_map_points,
+    check_records,
+    check_sample,
+    default_components,
+)
 from pipeline.pca.maps import check_method, check_plot_packages
 from pipeline.pca.project import PROJECTIONS, ProjectEmbeddings, WriteProjections, projection_schema
 from pipeline.pca.sample import SampleRows, write_sample
@@ -57,15 +64,18 @@ class Plan:
     overwrite: bool = False
 
 
-def _fit_spec(args, es: EmbeddingSet) -> tuple[FitSpec, PcaFit | None]:
-    """The spec from the flags, or the saved fit's (with which no flag may disagree)."""
+def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, PcaFit | None]:
+    """The spec from the flags, or the saved fit's (with which no flag may disagree). K is at
+    most the width and the record count (`records`, the manifest's; None when it has none)."""
     source = es.manifest_path
     if args.fit is None:
         pooling = es.pooling(args.pooling)
-        k = min(DEFAULT_COMPONENTS, pooling.width) if args.components is None else args.components
-        if not 1 <= k <= pooling.width:
-            raise ValueError(f"--components {k} is out of range for column {pooling.column!r} "
-                             f"of width {pooling.width}; expected 1..{pooling.width}")
+        if args.components is None:
+            k = default_components(pooling.width, records)
+            check_dims(args.dims, k, pooling.column, pooling.width, records)
+        else:
+            k = args.components
+            check_components(k, pooling.column, pooling.width, records)
         return FitSpec(pooling, k, args.center is not False, bool(args.whiten), source,
                        es.model), None
     fit = load_fit(args.fit)
@@ -100,15 +110,16 @@ def make_plan(args) -> Plan:
     """Checks every option against the manifest and the saved fit."""
     es = load_embedding_set(args.input)
     fmt, shards = es.shards(args.format)
-    spec, saved_fit = _fit_spec(args, es)
+    records = es.counts.get("embedded")
+    check_records(records, es.manifest_path)
+    spec, saved_fit = _fit_spec(args, es, records)
     color_choices = sorted((set(es.columns) - {"id", "text"}) | {"length"})
     if args.color_by not in color_choices:
         raise ValueError(f"unknown --color-by {args.color_by!r}; expected one of {color_choices}")
     check_method(args.method, spec.components, args.dims)
     check_plot_packages()
-    if not 1 <= args.sample <= PROJECTOR_LIMIT:
-        raise ValueError(f"--sample {args.sample} is out of range; expected 1..{PROJECTOR_LIMIT} "
-                         "(the TensorBoard projector's limit)")
+    check_sample(args.sample)
+    check_map_points(args.method, args.dims, args.sample, records)
     if args.seed < 0:
         raise ValueError(f"--seed {args.seed} is negative; expected 0 or more")
     if args.output.rstrip("/") == args.input.rstrip("/"):

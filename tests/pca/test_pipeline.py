@@ -142,13 +142,13 @@ def unreadable(tmp_path):
     (["--pooling", "cls"], r"unknown pooling 'cls' .*expected one of \['mean', 'mean@-2', "
                            r"'mean_layer_m2'\]"),
     (["--components", "49"], r"--components 49 is out of range for column 'mean' of width "
-                             rf"{WIDTH}; expected 1..{WIDTH}"),
+                             rf"{WIDTH} with 20 records; expected 1..20"),
     (["--method", "mds"], r"unknown method 'mds'; expected one of \['pca', 'tsne', 'umap'\]"),
     (["--color-by", "colour"], r"unknown --color-by 'colour'; expected one of \['length', "
                                r"'num_tokens', 'source', 'title', 'truncated'\]"),
     (["--columns", "id,txt"], r"unknown column 'txt' in --columns; expected some of"),
     (["--format", "tfrecord"], r"format 'tfrecord' has no shards .*expected one of \['parquet'\]"),
-    (["--sample", "100001"], r"--sample 100001 is out of range; expected 1..100000"),
+    (["--sample", "100001"], r"--sample 100001 is out of range; expected 2..100000"),
     (["--components", "1", "--dims", "3"], r"--dims 3 needs at least 3 components; got 1"),
 ])
 def test_bad_options_fail_before_reading_data(capsys, unreadable, flags, message):
