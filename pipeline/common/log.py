@@ -6,11 +6,16 @@ import os
 import sys
 import time
 
+from pipeline.common.terminal import printable
+
 VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
 
 
 def log(message: str) -> None:
-    print(f"[beam-embed {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    # Messages quote file names, ids and exception text from the input: shown, never obeyed by
+    # the terminal (each line kept a line).
+    safe = "\n".join(map(printable, message.split("\n")))
+    print(f"[beam-embed {time.strftime('%H:%M:%S')}] {safe}", file=sys.stderr, flush=True)
 
 
 def set_verbose(on: bool = True) -> None:

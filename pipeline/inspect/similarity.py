@@ -14,6 +14,7 @@ import sys
 from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.quiet import import_tensorflow
+from pipeline.common.terminal import printable
 
 PROG = "beam-embed similarity"
 
@@ -50,6 +51,7 @@ def cosine_matrix(vectors):
 
 
 def _table(name: str, labels: list[str], sims) -> list[str]:
+    labels = [printable(label) for label in labels]  # the user's words, shown, never obeyed
     width = max([len(label) for label in labels] + [6])
     lines = [name, " " * width + "".join(f"{label:>{width + 2}}" for label in labels)]
     for label, row in zip(labels, sims):

@@ -20,6 +20,7 @@ import sys
 from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.quiet import import_tensorflow
+from pipeline.common.terminal import json_printable, printable
 
 UNKNOWN = "[UNK]"
 PROG = "beam-embed tokens"
@@ -96,6 +97,8 @@ def compare(text: str, tokenizers: list[Tokenizer]) -> dict:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
+    # Cells hold the user's text and its pieces: escaped before their widths are measured.
+    header, rows = [printable(c) for c in header], [[printable(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -113,7 +116,7 @@ def format_report(texts: list[dict], vocab: dict) -> str:
                                         itertools.zip_longest(*item["words"].values()))]
         stats = [[label, str(s["words"]), str(s["pieces"]), f"{s['pieces_per_word']:.2f}",
                   str(s["unknown"])] for label, s in item["stats"].items()]
-        blocks.append(f"text: {item['text']}\n{_table(['word', *labels], rows)}\n\n"
+        blocks.append(f"text: {printable(item['text'])}\n{_table(['word', *labels], rows)}\n\n"
                       + _table(["model", "words", "pieces", "pieces/word", "[UNK]"], stats))
     blocks.append("vocabulary\n" + _table(
         ["model", "size", "with digits", "## pieces"],
@@ -151,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     texts = [compare(t, tokenizers) for t in args.texts]
     vocab = vocab_stats(tokenizers)
-    print(json.dumps({"texts": texts, "vocabulary": vocab}, ensure_ascii=False, indent=2)
+    print(json_printable(json.dumps({"texts": texts, "vocabulary": vocab}, ensure_ascii=False,
+                                    indent=2))
           if args.json else format_report(texts, vocab))
     return 0

@@ -37,3 +37,12 @@ def test_json_text_decodes_to_the_same_value_and_prints_no_control():
         assert printable(safe.replace("\n", "")) == safe.replace("\n", "")  # nothing raw left
         assert "\\u009b2J" in safe and "\\u202ec" in safe
     assert json_printable('{"t": "中文"}') == '{"t": "中文"}'
+
+
+def test_log_lines_show_control_characters_and_keep_their_line_breaks(capsys):
+    from pipeline.common.log import log
+
+    log("skipped 'bad\x1b]0;title\x07.txt'\nsecond line")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "'bad\\x1b]0;title\\x07.txt'\nsecond line\n" in err

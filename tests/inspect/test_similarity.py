@@ -49,3 +49,11 @@ def test_two_models_side_by_side(minilm_export, tiny_export, capsys):
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert "all-MiniLM-L6-v2" in first and "tiny-bert" in first
+
+
+def test_words_with_control_characters_are_shown_not_obeyed(tiny_export, capsys):
+    word = "cat\x1b[2J"
+    assert main([f"the {word} sat on the mat", "--words", word, "mat",
+                "--model", tiny_export]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "cat\\x1b[2J" in out

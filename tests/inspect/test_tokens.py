@@ -70,3 +70,15 @@ def test_bad_models_fail_with_clear_errors(capsys):
     assert cli(["tokens", "x", "--model", "elmo"]) == 2
     assert "model 'elmo' (elmo): elmo encoders have no WordPiece vocabulary" in \
         capsys.readouterr().err
+
+
+def test_control_characters_in_the_text_are_shown_not_obeyed(tiny_export, capsys):
+    # ESC starts a terminal's colour and window-title sequences; U+202E reverses the line.
+    text = "cats \x1b]0;owned\x07sat \u202eand\x1b[31m ran"
+    assert cli(["tokens", text, "--model", tiny_export]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\u202e")
+    assert "text: cats \\x1b]0;owned\\x07sat \\u202eand\\x1b[31m ran" in out
+    assert cli(["tokens", text, "--model", tiny_export, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\u202e" not in out and json.loads(out)["texts"][0]["text"] == text
