@@ -7,6 +7,7 @@ PyTorch, imported only for that. Tensor names are Hugging Face's; weight_map.py 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 
@@ -27,6 +28,8 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 # hidden_act -> our activation: transformers' "gelu" is the exact erf form (GELUActivation).
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_pytorch_tanh",
                "relu": "relu"}
+SAFETENSORS_PREFIX = 8  # the header's length, little-endian; the JSON header follows
+REDOWNLOAD = "download the checkpoint's weights again"
 ACTIVATION_NOTE = ("Hugging Face's hidden_act names: 'gelu' is the exact erf form, 'gelu_new' and "
                    "'gelu_pytorch_tanh' the tanh approximation")
 
@@ -54,6 +57,30 @@ def _sentence_transformers_pooling(path: str) -> tuple[str, bool, int | None]:
     return pooling, normalize, max_len
 
 
+def check_safetensors(file: str) -> None:
+    """The file holds every byte its header places tensors at, else a CheckpointError naming
+    it: safetensors itself refuses a file cut short without naming it ("incomplete metadata,
+    file not fully covered"). Reads the header only."""
+    size = os.path.getsize(file)
+    with open(file, "rb") as f:
+        prefix = f.read(SAFETENSORS_PREFIX)
+        length = int.from_bytes(prefix, "little")
+        if len(prefix) < SAFETENSORS_PREFIX or SAFETENSORS_PREFIX + length > size:
+            raise CheckpointError(f"{file} is cut short: {size} bytes, less than its header; "
+                                  f"{REDOWNLOAD}")
+        raw = f.read(length)
+    try:
+        header = json.loads(raw)
+        ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
+        needed = SAFETENSORS_PREFIX + length + max(ends, default=0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        raise CheckpointError(f"{file} is not a safetensors file: its header is damaged "
+                              f"({type(e).__name__}: {e}); {REDOWNLOAD}") from e
+    if size < needed:
+        raise CheckpointError(f"{file} is cut short: {size} bytes where its header places "
+                              f"tensors up to byte {needed}; {REDOWNLOAD}")
+
+
 def _weights_file(path: str) -> str:
     for name in WEIGHT_FILES:
         if os.path.exists(os.path.join(path, name)):
@@ -62,8 +89,6 @@ def _weights_file(path: str) -> str:
         f"no weights in {path}: expected one of {list(WEIGHT_FILES)}; "
         "download the checkpoint's weight file into that folder"
     )
-
-
 
 
 def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
@@ -82,6 +107,8 @@ def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
         )
     activation = activation_of(path, "config.json", config.get("hidden_act", "gelu"), ACTIVATIONS)
     weights = _weights_file(path)
+    if weights.endswith(".safetensors"):
+        check_safetensors(weights)
     vocab_file, vocab = check_vocab(path, config, "config.json")
     tok_cfg_file = os.path.join(path, "tokenizer_config.json")
     tok_cfg = load_json(tok_cfg_file) if os.path.exists(tok_cfg_file) else {}
@@ -144,7 +171,19 @@ def _shards(ckpt: Checkpoint) -> dict[str, str]:
         raise CheckpointError(
             f"{ckpt.weights} names shards missing from {ckpt.path}: "
             f"{[os.path.basename(f) for f in missing]}; download every shard")
+    for shard in sorted(set(files.values())):
+        check_safetensors(shard)
     return files
+
+
+def _safe_open(stack: contextlib.ExitStack, file: str):
+    """safetensors' reader of `file`, whose errors name it."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        return stack.enter_context(safe_open(file, framework="np"))
+    except SafetensorError as e:
+        raise CheckpointError(f"{file} cannot be read as safetensors ({e}); {REDOWNLOAD}") from e
 
 
 @contextlib.contextmanager
@@ -154,14 +193,11 @@ def open_hf_tensors(ckpt: Checkpoint) -> Iterator[Tensors]:
         state = _torch_state(ckpt)
         yield Tensors(tuple(state), state.__getitem__, HF_NAMES)
         return
-    from safetensors import safe_open
-
     files = _shards(ckpt)
     with contextlib.ExitStack() as stack:
         if not files:
-            handle = stack.enter_context(safe_open(ckpt.weights, framework="np"))
+            handle = _safe_open(stack, ckpt.weights)
             yield Tensors(tuple(handle.keys()), handle.get_tensor, HF_NAMES)
             return
-        handles = {f: stack.enter_context(safe_open(f, framework="np"))
-                   for f in set(files.values())}
+        handles = {f: _safe_open(stack, f) for f in set(files.values())}
         yield Tensors(tuple(files), lambda n: handles[files[n]].get_tensor(n), HF_NAMES)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -95,26 +94,31 @@ def exported(checkpoint: str, name: str) -> str:
     return out
 
 
-def from_export(folder: str, kind: str = "bert", name: str | None = None) -> ModelSpec:
-    """A ModelSpec for an `export-model` output folder (its beam_embed.json supplies defaults)."""
-    import tensorflow as tf
+def from_export(folder: str, name: str | None = None) -> ModelSpec:
+    """A ModelSpec for an `export-model` output folder (its beam_embed.json supplies defaults),
+    once its files are checked (models.export_format.check_export): a damaged export is refused
+    here, naming the file, before anything is loaded or written."""
+    from models.encoders import KINDS
+    from models.export_format import METADATA_FILE, REEXPORT, ExportError, check_export
 
-    from models.export_format import METADATA_FILE
-
-    meta_file = os.path.join(folder, METADATA_FILE)
-    meta = {}
-    if tf.io.gfile.exists(meta_file):
-        with tf.io.gfile.GFile(meta_file) as f:
-            meta = json.load(f)
+    meta = check_export(folder)
+    where = os.path.join(folder, METADATA_FILE)
+    if meta["kind"] not in KINDS:
+        raise ExportError(f"{where} has kind {meta['kind']!r}; expected one of {sorted(KINDS)}; "
+                          f"{REEXPORT}")
+    try:
+        KINDS[meta["kind"]].parse_poolings((meta["pooling"],))
+    except ValueError as e:
+        raise ExportError(f"{where}: {e}") from e
     return ModelSpec(
-        kind=meta.get("kind", kind),
+        kind=meta["kind"],
         name=name or meta.get("name") or os.path.basename(folder.rstrip("/")),
         encoder=os.path.join(folder, "encoder"),
         preprocessor=os.path.join(folder, "preprocessor"),
-        pooling=(meta.get("pooling", "cls"),),
-        normalize=bool(meta.get("normalize", False)),
-        max_seq_length=meta.get("max_seq_length"),
-        has_pooler=bool(meta.get("has_pooler", True)),
+        pooling=(meta["pooling"],),
+        normalize=meta["normalize"],
+        max_seq_length=meta["max_seq_length"],
+        has_pooler=meta.get("has_pooler", True),
     )
 
 
@@ -132,7 +136,11 @@ def from_handles(encoder: str, preprocessor: str | None = None,
     """TF-Hub handles given directly: with a preprocessor a BERT pair; alone, the kind the
     loaded module is recognized as (models/encoders/detect.py), unless `kind` says."""
     from models.encoders import encoder_kind
+    from models.hub_loader import check_variables, downloads
 
+    for handle in (encoder, preprocessor):  # files cut short: refused before anything is loaded
+        if handle and not downloads(handle):
+            check_variables(handle)
     learned = {}
     if not kind and preprocessor:
         kind = "bert"
@@ -167,7 +175,14 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
                          "folder or TF-Hub URL")
     p = presets[model]
     if "checkpoint" in p:
-        spec = from_export(exported(p["checkpoint"], p.get("name", model)), name=p.get("name"))
+        from models.export_format import ExportError
+
+        folder = exported(p["checkpoint"], p.get("name", model))
+        try:
+            spec = from_export(folder, name=p.get("name"))
+        except ExportError as e:
+            raise ExportError(f"{e} (preset {model!r} is exported into {folder} on first use: "
+                              "remove that folder to export it again)") from e
     else:
         spec = ModelSpec(kind=p["kind"], name=p.get("name", model), encoder=p["encoder"],
                          preprocessor=p.get("preprocessor"), pooling=(), normalize=False,
