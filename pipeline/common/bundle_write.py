@@ -23,6 +23,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
+from pipeline.common.staging import naming_file
+
 _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
 _UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<suffix>.*)$")
 
@@ -37,13 +39,16 @@ class _WriteBundle(beam.DoFn):
         sink = self._sink
         self._path = (f"{sink.file_path_prefix.get()}{_UNNUMBERED}{uuid.uuid4().hex}"
                       f"{sink.file_name_suffix.get()}")
-        self._handle = sink.open(self._path)
+        with naming_file(self._path):
+            self._handle = sink.open(self._path)
 
     def process(self, element):
-        self._sink.write_record(self._handle, element)
+        with naming_file(self._path):  # a full disk's error names no file
+            self._sink.write_record(self._handle, element)
 
     def finish_bundle(self):
-        self._sink.close(self._handle)
+        with naming_file(self._path):
+            self._sink.close(self._handle)
         path, self._handle = self._path, None
         yield WindowedValue(path, GlobalWindow().max_timestamp(), [GlobalWindow()])
 

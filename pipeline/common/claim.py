@@ -117,6 +117,16 @@ class Claim:
         self.release()
 
 
+def _create(store, me: Holder, folder: str):
+    """The store's create, a folder nothing can be written to said as such (exit 2), not as
+    the claim's own temporary file."""
+    try:
+        return store.create(me.to_bytes())
+    except OSError as e:
+        raise CommandError(f"--output {folder!r} is not writable ({e.strerror or e})",
+                           exits.BAD_CONFIG) from e
+
+
 def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
                  options=None) -> Claim:
     """Takes the claim on `folder` (which must exist) or raises OutputBusy naming its holder.
@@ -127,7 +137,7 @@ def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
         log(f"warning: {folder} is on a filesystem without atomic creates: two runs started at "
             "the same moment into it are not reliably told apart")
     for _ in range(3):  # a holder may release between our create and our read
-        token = store.create(me.to_bytes())
+        token = _create(store, me, folder)
         if token is not None:
             return Claim(store, token, me)
         found = store.read()

@@ -8,6 +8,7 @@ delete(token); a token is what the store compares before it replaces or deletes 
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 
@@ -110,7 +111,7 @@ class _GcsStore:
         self.name = prefix + CLAIM
 
     def _upload(self, data: bytes, generation: int):
-        from google.api_core.exceptions import PreconditionFailed
+        from google.api_core.exceptions import Forbidden, PreconditionFailed
 
         blob = self.bucket.blob(self.name)
         try:
@@ -118,6 +119,8 @@ class _GcsStore:
                                     if_generation_match=generation)
         except PreconditionFailed:
             return None
+        except Forbidden as e:  # said as a local disk says it: the folder is not writable
+            raise PermissionError(errno.EACCES, f"permission denied: {e.message}") from e
         return blob.generation
 
     def create(self, data: bytes):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,7 +27,7 @@ FORMAT_VERSION = 1
 PREFIX = "embeddings"
 ERRORS_PREFIX = "errors"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
-JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # what --overwrite replaces
+JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # names that look like outputs
 
 
 def fingerprint(*handles: str | None) -> str:
@@ -49,15 +51,27 @@ def existing_outputs(folder: str, patterns) -> list[str]:
     return [m.path for r in matches for m in r.metadata_list]
 
 
-def refuse_previous_run(folder: str, patterns, overwrite: bool, flag: str = "--output") -> list:
-    """The files of a previous run in `folder` (those matching `patterns`); a ValueError when
-    there are some and not `overwrite`. Cheap, so commands check it before loading a model."""
-    existing = existing_outputs(folder, patterns)
-    if existing and not overwrite:
-        raise ValueError(f"{flag} {folder!r} holds a previous run ({len(existing)} files, e.g. "
-                         f"{existing[0]}); pass --overwrite to replace it or choose another "
-                         f"{flag}")
-    return existing
+@dataclass(frozen=True)
+class OutputKind:
+    """What one command writes into its output folder, for the checks that decide what a new
+    run may replace there (pipeline.common.staging): only the files a manifest of this kind
+    lists are ever replaced or deleted."""
+    command: str  # for messages: "beam-embed run"
+    patterns: tuple[str, ...]  # globs: names that look like its outputs
+    names: re.Pattern  # the names it writes (relative paths): an unlisted one would be clobbered
+    listed: Callable[[dict], list[str]]  # a manifest's files, relative to the folder
+    recognizes: Callable[[dict], bool]  # whether a manifest is one of this command's
+
+
+def job_files(manifest: dict) -> list[str]:
+    """The files an embedding job's manifest lists (shards of every format, dead letters)."""
+    files = manifest.get("files") or {}
+    return [n for names in files.values() for n in names] + list(manifest.get("errors_files", []))
+
+
+JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
+                 re.compile(rf"({PREFIX}|{ERRORS_PREFIX})-[0-9]+-of-[0-9]+(\..+)?"), job_files,
+                 lambda m: "kind" not in m and isinstance(m.get("files"), dict))
 
 
 def make_folder(folder: str, flag: str = "--output") -> bool:
@@ -70,17 +84,6 @@ def make_folder(folder: str, flag: str = "--output") -> bool:
         return True
     except OSError as e:  # a parent is a regular file, no permission, ...
         raise ValueError(f"{flag} {folder!r} cannot be created ({one_line(e)})") from e
-
-
-def prepare_output(folder: str, patterns, overwrite: bool, flag: str = "--output") -> None:
-    """Refuses a folder holding a previous run unless `overwrite`; then removes that run's
-    files (the manifest first among them) and creates the folder."""
-    existing = refuse_previous_run(folder, patterns, overwrite, flag)
-    manifest = FileSystems.join(folder, MANIFEST)
-    for batch in ([p for p in existing if p == manifest], [p for p in existing if p != manifest]):
-        if batch:
-            FileSystems.delete(batch)
-    make_folder(folder, flag)
 
 
 def write_manifest(folder: str, manifest: dict) -> None:

@@ -16,6 +16,8 @@ from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.iobase import Write
 
+from pipeline.common.staging import naming_file
+
 
 class ParquetBatchSink(filebasedsink.FileBasedSink):
     def __init__(self, file_path_prefix: str, schema: pa.Schema, file_name_suffix: str = "",
@@ -39,15 +41,17 @@ class ParquetBatchSink(filebasedsink.FileBasedSink):
         # use_compliant_nested_type=False: list items named "item", as Beam's sink writes them
         return handle, pq.ParquetWriter(handle, self._schema, compression=self._compression,
                                         use_dictionary=self.dictionary_columns(),
-                                        use_compliant_nested_type=False)
+                                        use_compliant_nested_type=False), temp_path
 
     def write_record(self, file_handle, value: pa.Table):
-        file_handle[1].write_table(value)
+        with naming_file(file_handle[2]):  # a full disk's error names no file
+            file_handle[1].write_table(value)
 
     def close(self, file_handle):
-        handle, writer = file_handle
-        writer.close()
-        super().close(handle)
+        handle, writer, path = file_handle
+        with naming_file(path):
+            writer.close()
+            super().close(handle)
 
 
 def write_parquet_batches(prefix: str, schema: pa.Schema, num_shards: int = 0,

@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         return _bad_config(e)
     from models.hub_loader import is_remote
-    from pipeline.common.manifest import JOB_OUTPUTS, make_folder, refuse_previous_run
+    from pipeline.common.manifest import JOB, make_folder
+    from pipeline.common.staging import check_output
     from pipeline.job.config import configure
     from pipeline.job.options import EmbedOptions, parse
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             from pipeline.job.dry_run import dry_run
             return dry_run(options)
         opts = options.view_as(EmbedOptions)
-        refuse_previous_run(opts.output.rstrip("/"), JOB_OUTPUTS, opts.overwrite)
+        check_output(opts.output.rstrip("/"), JOB, opts.overwrite)  # before the model loads
         cfg = configure(options)  # the plain checks, then the model's spec
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
         from pipeline.job.sources import expand_inputs
@@ -81,15 +82,22 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
     """The run, holding the output folder's claim from its last check to the swap."""
     from models.positions import max_positions
     from pipeline.common.claim import claim_output
-    from pipeline.common.manifest import JOB_OUTPUTS, refuse_previous_run
-    from pipeline.common.staging import discard, publish, remove_leftovers, staging_folder
+    from pipeline.common.manifest import JOB
+    from pipeline.common.staging import (
+        NothingPublished,
+        check_output,
+        discard,
+        publish,
+        remove_leftovers,
+        staging_folder,
+    )
     from pipeline.job.config import check_model_limits
     from pipeline.job.options import EmbedOptions
 
     with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
-            refuse_previous_run(cfg.output, JOB_OUTPUTS, cfg.overwrite)
+            previous = check_output(cfg.output, JOB, cfg.overwrite)
             from pipeline.job.build import probe_widths
 
             widths = probe_widths(cfg)
@@ -110,7 +118,14 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
                 raise SystemExit(128 + stopped[0]) from e
             raise CommandError(f"the run stopped, nothing was published to {cfg.output} (its "
                                f"previous run, if any, is untouched): {one_line(e)}") from e
-        replaced = publish(staging, cfg.output, JOB_OUTPUTS)
+        except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
+            discard(staging)
+            raise
+        try:
+            replaced = publish(staging, cfg.output, JOB, previous)
+        except NothingPublished:  # refused before it changed anything: the run goes
+            discard(staging)
+            raise
         if replaced:
             log(f"replaced the previous run in {cfg.output} ({len(replaced)} files)")
     from pipeline.job.summary import summarize

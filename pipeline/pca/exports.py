@@ -14,6 +14,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.common.log import log
+from pipeline.common.staging import naming_file
 from pipeline.pca import plots, projector
 from pipeline.pca.maps import axis_labels, compute_map, map_title
 from pipeline.pca.project import pc_names
@@ -92,9 +93,11 @@ def export_sample(sample_path: str, spec: ExportSpec, variance_ratio=None) -> di
     heading = f"{spec.model} · {spec.pooling} · {map_title(spec.method, spec.components)}"
     fig = plots.scatter_figure(coords, table, colors,
                                f"{plots.escape(heading)}<br><sup>{plots.escape(note)}</sup>", axes)
-    plots.write_html(fig, FileSystems.join(spec.folder, HTML_FILE))
-    plots.write_png(coords, colors, f"{heading}\n{note}", axes,
-                    FileSystems.join(spec.folder, PNG_FILE))
+    html, png = FileSystems.join(spec.folder, HTML_FILE), FileSystems.join(spec.folder, PNG_FILE)
+    with naming_file(html):  # a full disk's error names no file
+        plots.write_html(fig, html)
+    with naming_file(png):
+        plots.write_png(coords, colors, f"{heading}\n{note}", axes, png)
     return {"sample": {**info, "note": note},
             "projector": {k: f"{PROJECTOR_DIR}/{v}" for k, v in bundle.items()},
             "html": HTML_FILE, "png": PNG_FILE,

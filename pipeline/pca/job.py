@@ -2,10 +2,14 @@
 against the manifest and the saved fit (make_plan), then one Beam pipeline that reads the shards
 twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
 WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
-sample (exports.py) and writes the manifest last."""
+sample (exports.py) and writes the manifest last. Everything is written into the run's staging
+folder inside the output folder and swapped in whole at the end (pipeline.common.staging), so
+the previous run stays as it was until this one is complete."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -14,21 +18,35 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.common import exits
 from pipeline.common.claim import claim_output
-from pipeline.common.errors import CommandError, IncompleteInput
+from pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
 from pipeline.common.manifest import (
     MANIFEST,
     EmbeddingSet,
+    OutputKind,
     load_embedding_set,
     make_folder,
-    prepare_output,
-    refuse_previous_run,
     write_manifest,
 )
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.runners import runner_for
 from pipeline.common.shards import check_shards
-from pipeline.common.staging import remove_leftovers
-from pipeline.pca.exports import ExportSpec, export_sample, start_warm_up
+from pipeline.common.staging import (
+    NothingPublished,
+    check_output,
+    discard,
+    naming_file,
+    publish,
+    remove_leftovers,
+    staging_folder,
+)
+from pipeline.pca.exports import (
+    HTML_FILE,
+    PNG_FILE,
+    PROJECTOR_DIR,
+    ExportSpec,
+    export_sample,
+    start_warm_up,
+)
 from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
 from pipeline.pca.inputs import ReadEmbeddings
 from pipeline.pca.limits import (
@@ -41,11 +59,29 @@ from pipeline.pca.limits import (
 )
 from pipeline.pca.maps import check_method, check_plot_packages
 from pipeline.pca.project import PROJECTIONS, ProjectEmbeddings, WriteProjections, projection_schema
+from pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from pipeline.pca.sample import SampleRows, write_sample
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
-OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", "plot.html",
-           "plot.png", "projector/*")  # what --overwrite replaces; the manifest goes first
+OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,
+           PNG_FILE, f"{PROJECTOR_DIR}/*")  # names that look like this job's outputs
+
+
+def manifest_files(manifest: dict) -> list[str]:
+    """The files a PCA manifest lists, relative to its folder (the manifest aside)."""
+    fit, projections = manifest.get("fit") or {}, manifest.get("projections") or {}
+    named = [fit.get("file"), manifest.get("sample_file"), manifest.get("html"),
+             manifest.get("png"), *(manifest.get("projector") or {}).values(),
+             *projections.get("files", [])]
+    return [n for n in named if n]
+
+
+PCA_OUTPUT = OutputKind(
+    "beam-embed pca", OUTPUTS,
+    re.compile("|".join([re.escape(n) for n in (FIT_FILE, SAMPLE_FILE, HTML_FILE, PNG_FILE)]
+                        + [re.escape(f"{PROJECTOR_DIR}/{n}") for n in (TENSORS, METADATA, CONFIG)]
+                        + [rf"{PROJECTIONS}-[0-9]+-of-[0-9]+\.parquet"])),
+    manifest_files, lambda m: m.get("kind") == "pca")
 
 
 @dataclass(frozen=True)
@@ -128,7 +164,7 @@ def make_plan(args) -> Plan:
     exports = ExportSpec(args.output, spec.components, model, spec.pooling.name, args.method,
                          args.dims, args.color_by, args.seed)
     columns = _columns(args, es)
-    refuse_previous_run(args.output, OUTPUTS, args.overwrite)
+    check_output(args.output, PCA_OUTPUT, args.overwrite)
     check_shards(es, fmt)  # last: every listed shard there (Parquet: whole, rows adding up)
     return Plan(es, fmt, shards, spec, saved_fit, columns, args.output, exports, args.sample,
                 args.seed, args.overwrite)
@@ -143,7 +179,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
                | "FitPca" >> FitPca(spec))
     else:
         fit = p | "UseSavedFit" >> beam.Create([plan.saved_fit])
-    _ = fit | "SaveFit" >> beam.Map(save_fit, FileSystems.join(out, FIT_FILE))
+    _ = fit | "SaveFit" >> beam.Map(_named(save_fit), FileSystems.join(out, FIT_FILE))
 
     every = projection_schema(spec.components, {c: es.column_type(c) for c in es.columns})
     kept = projection_schema(spec.components, {c: es.column_type(c) for c in plan.columns})
@@ -154,8 +190,16 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     _ = rows | "WriteProjections" >> WriteProjections(out, kept)
     _ = (rows
          | "SampleRows" >> SampleRows(plan.sample, plan.seed, every)
-         | "WriteSample" >> beam.Map(write_sample, FileSystems.join(out, SAMPLE_FILE),
+         | "WriteSample" >> beam.Map(_named(write_sample), FileSystems.join(out, SAMPLE_FILE),
                                      plan.seed))
+
+
+def _named(write):
+    """`write(value, path, ...)` whose OSErrors name `path` (a full disk's error names none)."""
+    def named(value, path, *args):
+        with naming_file(path):
+            return write(value, path, *args)
+    return named
 
 
 def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> dict:
@@ -192,28 +236,51 @@ def check_all_read(plan: Plan, exports: dict) -> None:
 
 def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
     """Fits, projects, samples, draws; returns the manifest it wrote last. One job per output
-    folder, as for `run`: the outputs are replaced in place (not staged), under the folder's
-    claim."""
+    folder, as for `run`: under the folder's claim, everything is written into the job's
+    staging folder and swapped in once complete; a job that fails leaves the previous one as
+    it was, and only the files a manifest lists are ever replaced."""
     if plan.fmt == "tfrecord":
         import_tensorflow()  # TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
-    with claim_output(plan.output, plan.overwrite, command, options=options):
+    with claim_output(plan.output, plan.overwrite, command, options=options) as claim:
         try:  # checked again under the claim: a job may have finished there since
-            prepare_output(plan.output, OUTPUTS, plan.overwrite)
+            previous = check_output(plan.output, PCA_OUTPUT, plan.overwrite)
         except ValueError as e:
             raise CommandError(str(e), exits.BAD_CONFIG) from e
-        remove_leftovers(plan.output)  # Beam temp folders of killed jobs
-        warm_up = start_warm_up()  # the plotting libraries, while the pipeline runs
+        remove_leftovers(plan.output)  # staging and Beam temp folders of killed jobs
+        staging = staging_folder(plan.output, claim.run_id)
+        staged = dataclasses.replace(plan, output=staging,
+                                     exports=dataclasses.replace(plan.exports, folder=staging))
         try:
-            with beam.Pipeline(runner=runner_for(options), options=options) as p:
-                build_pipeline(p, plan)
-        finally:  # a failed job's temp folders go with it
-            remove_leftovers(plan.output)
-        fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
-        warm_up.join()
-        exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
-                                fit.explained_variance_ratio)
-        check_all_read(plan, exports)
-        manifest = _manifest(plan, fit, exports)
+            make_folder(staging)
+            manifest = _write_all(staged, options)
+        except Exception as e:  # the previous run, if any, is untouched; say where this stopped
+            discard(staging)
+            raise CommandError(f"the run stopped, nothing was published to {plan.output} (its "
+                               f"previous run, if any, is untouched): {one_line(e)}",
+                               exit_code(e)) from e
+        except BaseException:  # Ctrl-C: nothing of the run stays behind either
+            discard(staging)
+            raise
+        try:
+            publish(staging, plan.output, PCA_OUTPUT, previous)
+        except NothingPublished:  # refused before it changed anything: the run goes
+            discard(staging)
+            raise
+    return manifest
+
+
+def _write_all(plan: Plan, options: PipelineOptions) -> dict:
+    """The whole job into `plan.output` (the staging folder), its manifest last."""
+    warm_up = start_warm_up()  # the plotting libraries, while the pipeline runs
+    with beam.Pipeline(runner=runner_for(options), options=options) as p:
+        build_pipeline(p, plan)
+    fit = load_fit(FileSystems.join(plan.output, FIT_FILE))
+    warm_up.join()
+    exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
+                            fit.explained_variance_ratio)
+    check_all_read(plan, exports)
+    manifest = _manifest(plan, fit, exports)
+    with naming_file(FileSystems.join(plan.output, MANIFEST)):
         write_manifest(plan.output, manifest)
     return manifest

@@ -14,13 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.common.staging import naming_file
 from pipeline.pca.limits import PROJECTOR_LIMIT
 
 TENSORS, METADATA, CONFIG = "tensors.tsv", "metadata.tsv", "projector_config.pbtxt"
 
 
 def _write(path: str, text: str) -> None:
-    with FileSystems.create(path) as f:
+    with naming_file(path), FileSystems.create(path) as f:  # a full disk's error names no file
         f.write(text.encode("utf-8"))
 
 

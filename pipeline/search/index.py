@@ -10,6 +10,7 @@ Local output folders only (it is memory-mapped).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -43,14 +44,21 @@ def stamp(corpus) -> dict:
 
 
 def open_index(corpus) -> np.ndarray | None:
-    """The index as a read-only memory map, or None when missing or built from another run."""
+    """The index as a read-only memory map, or None when missing, built from another run, or
+    unreadable (then it is rebuilt, never used)."""
     vectors, meta = _paths(corpus)
     if not (os.path.exists(vectors) and os.path.exists(meta)):
         return None
-    with open(meta, encoding="utf-8") as f:
-        if json.load(f) != stamp(corpus):
-            return None
-    return np.load(vectors, mmap_mode="r")
+    try:
+        with open(meta, encoding="utf-8") as f:
+            if json.load(f) != stamp(corpus):
+                return None
+        index = np.load(vectors, mmap_mode="r")
+    except (OSError, ValueError):  # ValueError: JSON or .npy header that does not parse
+        return None
+    if index.ndim != 2 or index.shape[1] != corpus.pooling.width or index.dtype != np.float32:
+        return None
+    return index
 
 
 def index_blocks(index: np.ndarray, block_rows: int) -> Iterator[np.ndarray]:
@@ -58,24 +66,64 @@ def index_blocks(index: np.ndarray, block_rows: int) -> Iterator[np.ndarray]:
         yield np.asarray(index[start:start + block_rows])
 
 
+def _remove_stale_partials(final: str) -> None:
+    """Partial files of `final` that searches killed while building left behind (their process
+    is gone)."""
+    folder, name = os.path.split(final)
+    for entry in os.listdir(folder):
+        if not entry.startswith(f"{name}.partial-"):
+            continue
+        pid = entry[len(name) + len(".partial-"):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, entry))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def building(corpus, block_rows: int) -> Iterator[np.ndarray]:
-    """Unit-length Parquet blocks, each also written to a new index; the index (and its stamp)
-    take their final names only once every block was written."""
+    """Unit-length Parquet blocks, each also written to a new index. The index and its stamp
+    are written under temporary names and take their final names only once every block was
+    written, the old stamp removed before the new index takes its name: a search stopped at
+    any point leaves the previous index with its own stamp, an index without a stamp (which
+    is rebuilt), or the complete new one with its stamp; never a partial index that a later
+    search would use, and no temporary file (those of killed searches go on the next build)."""
     vectors, meta = _paths(corpus)
     os.makedirs(os.path.dirname(vectors), exist_ok=True)
+    for path in (vectors, meta):
+        _remove_stale_partials(path)
     rows = sum(pq.ParquetFile(s).metadata.num_rows for s in corpus.shards)
     partial = f"{vectors}.partial-{os.getpid()}.npy"
-    out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32,
-                                    shape=(rows, corpus.pooling.width))
-    start = 0
-    for block in parquet_blocks(corpus.shards, corpus.pooling.column, corpus.pooling.width,
-                                block_rows):
-        block = l2_normalize(block)
-        out[start:start + len(block)] = block
-        start += len(block)
-        yield block
-    out.flush()
-    del out
-    os.replace(partial, vectors)
-    with open(meta, "w", encoding="utf-8") as f:
-        json.dump(stamp(corpus), f, indent=2)
+    partial_meta = f"{meta}.partial-{os.getpid()}.json"
+    try:
+        out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32,
+                                        shape=(rows, corpus.pooling.width))
+        start = 0
+        for block in parquet_blocks(corpus.shards, corpus.pooling.column,
+                                    corpus.pooling.width, block_rows):
+            block = l2_normalize(block)
+            out[start:start + len(block)] = block
+            start += len(block)
+            yield block
+        out.flush()
+        del out
+        with open(partial_meta, "w", encoding="utf-8") as f:
+            json.dump(stamp(corpus), f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(meta)  # the old stamp never describes the new vectors
+        os.replace(partial, vectors)
+        os.replace(partial_meta, meta)
+    finally:  # stopped early, failed, or done: no partial file stays behind
+        for path in (partial, partial_meta):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)

@@ -8,8 +8,21 @@ import json
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.manifest import JOB_OUTPUTS
-from pipeline.common.staging import publish, remove_leftovers, staging_folder
+from pipeline.common.errors import CommandError
+from pipeline.common.manifest import JOB
+from pipeline.common.staging import (
+    NothingPublished,
+    Previous,
+    check_output,
+    publish,
+    remove_leftovers,
+    staging_folder,
+)
+
+
+def _manifest(tag: str, names: list[str]) -> str:
+    return json.dumps({"tag": tag, "files": {"parquet": names},
+                       "errors_files": ["errors-00000-of-00001.jsonl"]})
 
 
 def _run(folder, shards: int, tag: str) -> None:
@@ -18,7 +31,11 @@ def _run(folder, shards: int, tag: str) -> None:
     for name in names:
         (folder / name).write_text(tag)
     (folder / "errors-00000-of-00001.jsonl").write_text(tag)
-    (folder / "manifest.json").write_text(json.dumps({"tag": tag, "files": names}))
+    (folder / "manifest.json").write_text(_manifest(tag, names))
+
+
+def _previous(folder) -> Previous:
+    return check_output(str(folder), JOB, overwrite=True)
 
 
 def _listing(folder) -> dict[str, str]:
@@ -30,11 +47,11 @@ def test_publish_replaces_every_file_of_the_old_run(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")  # not a job output: left alone
     staging = staging_folder(str(tmp_path), "abc")
     _run(tmp_path / ".beam-embed-staging-abc", 1, "new")
-    replaced = publish(staging, str(tmp_path), JOB_OUTPUTS)
+    replaced = publish(staging, str(tmp_path), JOB, _previous(tmp_path))
     assert len(replaced) == 5
     assert _listing(tmp_path) == {
         "embeddings-00000-of-00001.parquet": "new", "errors-00000-of-00001.jsonl": "new",
-        "manifest.json": json.dumps({"tag": "new", "files": ["embeddings-00000-of-00001.parquet"]}),
+        "manifest.json": _manifest("new", ["embeddings-00000-of-00001.parquet"]),
         "notes.txt": "mine"}
     assert not (tmp_path / ".beam-embed-staging-abc").exists()
 
@@ -43,6 +60,7 @@ def test_a_swap_cut_short_leaves_no_manifest_over_mixed_files(tmp_path, monkeypa
     _run(tmp_path, 2, "old")
     staging = staging_folder(str(tmp_path), "abc")
     _run(tmp_path / ".beam-embed-staging-abc", 2, "new")
+    previous = _previous(tmp_path)
     renamed = []
 
     def rename_then_die(sources, destinations):  # the process dies after moving one file
@@ -51,8 +69,8 @@ def test_a_swap_cut_short_leaves_no_manifest_over_mixed_files(tmp_path, monkeypa
         raise OSError("killed")
 
     monkeypatch.setattr(FileSystems, "rename", rename_then_die)
-    with pytest.raises(OSError):
-        publish(staging, str(tmp_path), JOB_OUTPUTS)
+    with pytest.raises(CommandError, match="was cut short .*killed.* holds no finished run"):
+        publish(staging, str(tmp_path), JOB, previous)
     assert len(renamed) == 1 and not (tmp_path / "manifest.json").exists()
     assert (tmp_path / ".beam-embed-staging-abc" / "manifest.json").exists()
 
@@ -62,8 +80,8 @@ def test_publish_refuses_a_run_without_its_manifest(tmp_path):
     staging = tmp_path / ".beam-embed-staging-abc"
     _run(staging, 1, "new")
     (staging / "manifest.json").unlink()
-    with pytest.raises(ValueError, match="did not finish"):
-        publish(str(staging), str(tmp_path), JOB_OUTPUTS)
+    with pytest.raises(NothingPublished, match="did not finish"):
+        publish(str(staging), str(tmp_path), JOB, _previous(tmp_path))
     assert json.loads((tmp_path / "manifest.json").read_text())["tag"] == "old"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pipeline.common.manifest import load_embedding_set
 from pipeline.common.shards import check_shards
 from pipeline.job.command import main
 from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
+from tests.mounts import read_only, small_disk
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
@@ -200,11 +202,21 @@ def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, 
     assert main([*args, "--overwrite"]) == exits.OK
 
 
-def _mount_tmpfs(folder: Path, size: str) -> bool:
-    folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                          capture_output=True)
-    return done.returncode == 0
+def _full_disk_fallback(monkeypatch) -> None:
+    """Where no tmpfs can be mounted: every shard write fails with ENOSPC, no file named, the
+    way a full disk fails it."""
+    from pipeline.common.parquet_sink import ParquetBatchSink
+
+    def full(self, handle, table):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(ParquetBatchSink, "write_record", full)
+
+
+def _one_error(err: str) -> str:
+    errors = [x for x in err.splitlines() if x.startswith("beam-embed run:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-3000:]
+    return errors[0]
 
 
 def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, capsys,
@@ -212,31 +224,104 @@ def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, ca
     """On a 256 KiB tmpfs where the machine allows mounting one; else every shard write fails
     with ENOSPC the way a full disk fails it."""
     disk = tmp_path / "disk"
-    mounted = _mount_tmpfs(disk, "256k")
-    if not mounted:
-        from pipeline.common.parquet_sink import ParquetBatchSink
-
-        def full(self, handle, table):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        monkeypatch.setattr(ParquetBatchSink, "write_record", full)
-    try:
+    with small_disk(disk, "256k") as mounted:
+        if not mounted:
+            _full_disk_fallback(monkeypatch)
         corpus = write_lines(str(tmp_path / "c.txt"),
                              [f"line {i} the cat sat on the mat again" for i in range(5000)])
         code = main(["--output", str(disk / "out"), "--progress_every", "0", "--input", corpus,
                      "--model", tiny_export])
-        err = capsys.readouterr().err
+        line = _one_error(capsys.readouterr().err)
         assert code == exits.FAILED
-        errors = [x for x in err.splitlines() if x.startswith("beam-embed run:")]
-        assert len(errors) == 1 and "Traceback" not in err
-        assert errors[0].startswith(f"beam-embed run: the run stopped, nothing was published to "
-                                    f"{disk}/out (its previous run, if any, is untouched): "
-                                    f"{os.strerror(errno.ENOSPC)} (in step Write")
+        assert re.fullmatch(  # the file that could not be written, in the run's staging folder
+            rf"beam-embed run: the run stopped, nothing was published to {re.escape(str(disk))}"
+            rf"/out \(its previous run, if any, is untouched\): {os.strerror(errno.ENOSPC)}: "
+            rf"{re.escape(str(disk))}/out/\.beam-embed-staging-[0-9a-f]+/"
+            rf"(embeddings|errors)-unnumbered-[0-9a-f]+\.\w+ \(in step Write\w+/.*\)", line)
         assert os.listdir(disk / "out") == []  # no manifest, no staging, no claim
-    finally:
-        if mounted:
-            # lazily: a file the failed write left open must not keep the mount busy
-            subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def test_a_full_disk_leaves_the_previous_run_as_it_was(tiny_export, tmp_path, capsys,
+                                                       monkeypatch):
+    disk = tmp_path / "disk"
+    with small_disk(disk, "512k") as mounted:
+        out = disk / "out"
+        old = write_lines(str(tmp_path / "old.txt"), ["the old cat", "the old dog"])
+        run_job(str(out), "--input", old, "--model", tiny_export)
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        if not mounted:
+            _full_disk_fallback(monkeypatch)
+        corpus = write_lines(str(tmp_path / "c.txt"),
+                             [f"line {i} the cat sat on the mat again" for i in range(8000)])
+        code = main(["--output", str(out), "--progress_every", "0", "--input", corpus,
+                     "--model", tiny_export, "--overwrite"])
+        line = _one_error(capsys.readouterr().err)
+        assert code == exits.FAILED
+        assert re.search(rf"{os.strerror(errno.ENOSPC)}: {re.escape(str(out))}/"
+                         rf"\.beam-embed-staging-[0-9a-f]+/\S+ \(in step ", line), line
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # whole; no staging
+        check_shards(load_embedding_set(str(out)), "parquet")
+
+
+def test_overwrite_never_deletes_look_alikes_that_no_manifest_lists(tiny_export, tmp_path,
+                                                                    capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    users = {"embeddings-final-v2.parquet": b"mine", "errors-2024.jsonl": b"mine",
+             "notes.txt": b"mine"}
+    for name, data in users.items():
+        (out / name).write_bytes(data)
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "the dog ran"])
+    args = ["--output", str(out), "--progress_every", "0", "--input", corpus, "--model",
+            tiny_export]
+    assert main([*args, "--overwrite"]) == exits.BAD_CONFIG
+    line = _one_error(capsys.readouterr().err)
+    assert line == (f"beam-embed run: --output {str(out)!r} holds files that look like "
+                    "`beam-embed run` outputs but no manifest.json lists them "
+                    "(embeddings-final-v2.parquet, errors-2024.jsonl); files no manifest lists "
+                    "are never deleted: move them or choose another --output")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == users
+
+    # beside a finished run, they stay: --overwrite replaces exactly what its manifest lists
+    (out / "embeddings-final-v2.parquet").unlink()
+    (out / "errors-2024.jsonl").unlink()
+    run_job(str(out), *args[4:])
+    for name, data in users.items():
+        (out / name).write_bytes(data)
+    assert main([*args, "--overwrite", "--num_shards", "2"]) == exits.OK
+    manifest = json.loads((out / "manifest.json").read_text())
+    listed = {n for names in manifest["files"].values() for n in names}
+    assert {p.name for p in out.iterdir()} == listed | {*manifest["errors_files"],
+                                                        "manifest.json", *users}
+    assert {n: (out / n).read_bytes() for n in users} == users
+    check_shards(load_embedding_set(str(out)), "parquet")
+    assert manifest["counts"]["embedded"] == 2 and len(manifest["files"]["parquet"]) == 2
+
+
+def test_a_read_only_output_is_refused_in_one_line_naming_it(tiny_export, tmp_path, capsys,
+                                                             monkeypatch):
+    out = tmp_path / "out"
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat"])
+    run_job(str(out), "--input", corpus, "--model", tiny_export)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    import pipeline.job.config
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was set up before the output was checked")
+
+    monkeypatch.setattr(pipeline.job.config, "configure", no_model)
+    with read_only(out) as mounted:
+        if not mounted:  # no mount(2) here: every create in the folder fails as it would
+            def refuse(*args, **kwargs):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+            monkeypatch.setattr("tempfile.mkstemp", refuse)
+        code = main(["--output", str(out), "--progress_every", "0", "--input", corpus,
+                     "--model", tiny_export, "--overwrite"])
+    line = _one_error(capsys.readouterr().err)
+    assert code == exits.BAD_CONFIG
+    assert line == f"beam-embed run: --output {str(out)!r} is not writable (Read-only file system)"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 # SIGTERM lands as Beam starts a bundle: its state sampler's thread is running, but the sampler

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.decomposition import PCA
 
-from pipeline.common.manifest import prepare_output
+from pipeline.common.staging import check_output, publish
 from pipeline.pca.command import main
 from pipeline.pca.fit import load_fit
-from pipeline.pca.job import OUTPUTS
+from pipeline.pca.job import PCA_OUTPUT
 from tests.pca.fixtures import (
     FLOAT32_RTOL,
     WIDTH,
@@ -161,6 +161,12 @@ def test_missing_manifest_and_previous_runs_are_refused(capsys, unreadable):
     assert re.search(r"no manifest.json in '.*nowhere'", err)
     (unreadable / "viz").mkdir()
     (unreadable / "viz" / "projections-00000-of-00001.parquet").write_bytes(b"old")
+    # no manifest lists it: it may be the user's, so it is never replaced, not even with the flag
+    err = _refused(capsys, unreadable / "emb", unreadable / "viz", "--overwrite")
+    assert re.search(r"holds files that look like `beam-embed pca` outputs but no manifest.json "
+                     r"lists them \(projections-00000-of-00001.parquet\)", err)
+    (unreadable / "viz" / "manifest.json").write_text(json.dumps(
+        {"kind": "pca", "projections": {"files": ["projections-00000-of-00001.parquet"]}}))
     err = _refused(capsys, unreadable / "emb", unreadable / "viz")
     assert re.search(r"holds a previous run .*pass --overwrite", err)
 
@@ -178,11 +184,28 @@ def test_flags_that_disagree_with_a_saved_fit_are_refused(capsys, tmp_path):
     assert re.search(r"was made on column 'mean' of width 48; .* has 'mean_layer_m2'", err)
 
 
+def _pca_manifest(projections: list[str]) -> str:
+    return json.dumps({"kind": "pca", "fit": {"file": "pca.npz"}, "sample_file": "sample.parquet",
+                       "projections": {"files": projections}, "html": "plot.html",
+                       "png": "plot.png", "projector": {"tensors": "projector/tensors.tsv"}})
+
+
 def test_overwrite_removes_the_previous_run_and_nothing_else(tmp_path):
-    old = ["manifest.json", "pca.npz", "sample.parquet", "projections-00003-of-00004.parquet",
-           "plot.html", "plot.png", "projector/tensors.tsv"]
-    for name in old + ["notes.txt"]:
+    old = ["pca.npz", "sample.parquet", "projections-00003-of-00004.parquet", "plot.html",
+           "plot.png", "projector/tensors.tsv"]
+    for name in old + ["notes.txt", "projector/mine.tsv"]:
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("old")
-    prepare_output(str(tmp_path), OUTPUTS, overwrite=True)
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]
+    (tmp_path / "manifest.json").write_text(_pca_manifest(["projections-00003-of-00004.parquet"]))
+    previous = check_output(str(tmp_path), PCA_OUTPUT, overwrite=True)
+    staging = tmp_path / ".beam-embed-staging-new"
+    (staging / "projector").mkdir(parents=True)
+    new = ["pca.npz", "sample.parquet", "projections-00000-of-00001.parquet", "plot.html",
+           "plot.png", "projector/tensors.tsv"]
+    for name in new:
+        (staging / name).write_text("new")
+    (staging / "manifest.json").write_text(_pca_manifest(["projections-00000-of-00001.parquet"]))
+    publish(str(staging), str(tmp_path), PCA_OUTPUT, previous)
+    assert {str(p.relative_to(tmp_path)): p.read_text() for p in tmp_path.rglob("*")
+            if p.is_file() and p.name != "manifest.json"} == {
+        **dict.fromkeys(new, "new"), "notes.txt": "old", "projector/mine.tsv": "old"}
