@@ -4,7 +4,8 @@ A command's `main` is wrapped in `one_line_errors(prog)`: an OS, Arrow, TensorFl
 error becomes `prog: <cause> (<file>)` and exit code FAILED (or the code the error carries);
 `-v`/`--verbose` (pipeline.common.log) or `--debug` adds the full traceback. Beam re-raises a
 step's error wrapped in its own (with "[while running 'Step']"), so the line is made from the
-innermost cause, plus the step's name.
+innermost cause, plus the step's name. Ctrl-C is `prog: interrupted` and exit code INTERRUPTED
+(130) wherever it lands, whatever Beam turns it into (exits.interrupts_recorded).
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ def report(prog: str, exc: BaseException) -> int:
     return exit_code(exc)
 
 
+def _interrupted(prog: str, exc: BaseException, verbose: bool) -> int:
+    if verbose or is_verbose():
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+    return exits.INTERRUPTED
+
+
 def take_debug_flag(argv: list[str]) -> list[str]:
     """`--debug` is `--verbose` for errors: removed from argv, it turns on tracebacks."""
     if DEBUG_FLAG in argv:
@@ -111,11 +119,13 @@ def one_line_errors(prog: str):
             for log in quieted:
                 log.setLevel(logging.CRITICAL)
             try:
-                return main(argv)
-            except KeyboardInterrupt:
-                print(f"{prog}: interrupted", file=sys.stderr)
-                return 130
+                with exits.interrupts_recorded(verbose):
+                    return main(argv)
+            except KeyboardInterrupt as e:
+                return _interrupted(prog, e, verbose)
             except Exception as e:  # every error ends here as one line  # noqa: BLE001
+                if exits.interrupted():
+                    return _interrupted(prog, e, verbose)
                 return report(prog, e)
             finally:
                 for log, level in levels:

@@ -4,10 +4,16 @@ Scripts and schedulers branch on these, so each means one thing across commands:
 finished with records missing, or with nothing embedded, never exits 0.
 """
 
+import contextlib
+import logging
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import NoReturn
+
+from pipeline.common.log import is_verbose
 
 OK = 0  # finished; every record accounted for
 FAILED = 1  # stopped by an error (disk full, an unreadable output, ...): one line names it
@@ -16,6 +22,51 @@ INCOMPLETE_INPUT = 3  # an input file ends early or is corrupt (run: finished, t
 #                      file is a dead letter; pca/search: a shard is missing or damaged)
 NOTHING_EMBEDDED = 4  # run: finished, but no record was embedded (all empty or dead-lettered)
 OUTPUT_BUSY = 5  # run: another run holds the output folder (or a killed one left its claim)
+INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C: 130, what a shell reports for a process it stopped
+
+_interrupts: list[int] = []  # the SIGINTs received while interrupts_recorded() is active
+
+
+@contextlib.contextmanager
+def interrupts_recorded(verbose: bool = False) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt as Python's own handler does, and is recorded first:
+    Beam turns a KeyboardInterrupt raised inside a step into its own error (a RuntimeError
+    naming the step), so `interrupted()` is what tells a stopped run from a failed one, not
+    the exception that reaches the command. Once interrupted, and until the block ends, library
+    log lines and the tracebacks of threads that die with the pipeline (its workers' gRPC
+    readers, say) are dropped unless `verbose` (or -v): they are the interrupt's consequences,
+    not errors. Installed only where Python's own handler is (the main thread; a SIGINT the
+    parent ignores, as for a background job, stays ignored); nested, the outer one records."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    _interrupts.clear()
+    hook, disabled = threading.excepthook, logging.root.manager.disable
+
+    def interrupt(signum, frame):
+        _interrupts.append(signum)
+        if not (verbose or is_verbose()):
+            logging.disable(logging.CRITICAL)  # the tool's own lines are printed, not logged
+            threading.excepthook = _dropped
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        threading.excepthook = hook
+        logging.disable(disabled)
+
+
+def _dropped(args) -> None:
+    """A thread's uncaught exception, not printed."""
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C came while interrupts_recorded() was active."""
+    return bool(_interrupts)
 
 
 def exit_now(code: int | None) -> NoReturn:
@@ -27,7 +78,6 @@ def exit_now(code: int | None) -> NoReturn:
     `export-model` left behind without them). Then log handlers and stdout/stderr are flushed,
     so no line is lost."""
     import atexit
-    import logging
 
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # what a normal exit calls
     if run_handlers is not None:

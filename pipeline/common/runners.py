@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 # Beam's state sampler times each step of a bundle from its own thread, which sleeps in steps
@@ -26,16 +28,49 @@ def shorten_state_sampling() -> bool:
     return True
 
 
+IGNORE_SIGINT = "trap '' INT; "  # sh: SIGINT ignored, and an ignored signal stays so in exec
+
+
+def workers_leave_ctrl_c_to_the_launcher() -> bool:
+    """The worker processes of a multi-process local run ignore SIGINT; False (nothing changed)
+    when Beam no longer starts them the way this expects. Ctrl-C at a terminal signals the whole
+    process group: each worker died of its KeyboardInterrupt and printed its traceback, while
+    the launcher stops the run anyway (closing a worker's control stream ends it). Beam starts
+    each worker through `sh -c` (SubprocessSdkWorker.run), so the shell sets SIGINT ignored
+    before the worker's Python starts, and Python keeps a signal it finds ignored."""
+    from apache_beam.runners.portability import local_job_service
+
+    worker = local_job_service.SubprocessSdkWorker
+    if getattr(worker.run, "ignores_sigint", False):
+        return True
+    if "_worker_command_line" not in worker.__init__.__code__.co_names:  # where run reads it
+        return False
+    start = worker.run
+
+    @functools.wraps(start)
+    def run(self):
+        line = self._worker_command_line
+        if isinstance(line, str) and not line.startswith(IGNORE_SIGINT):
+            self._worker_command_line = IGNORE_SIGINT + line
+        return start(self)
+
+    run.ignores_sigint = True
+    worker.run = run
+    return True
+
+
 def runner_for(options: PipelineOptions):
     """The runner --runner names; without one, Beam's in-process batch runner (FnApiRunner,
     which honours --direct_num_workers/--direct_running_mode). Plain DirectRunner in Beam 2.77
     first tries to download its Prism binary from GitHub, then falls back to the same runner:
     skipping that keeps offline runs quiet and local behaviour the same everywhere. Its bundles
     sample their state every SAMPLING_PERIOD_MS (in this process; worker processes keep Beam's
-    period)."""
+    period). Its worker processes, when it starts some, leave Ctrl-C to this one
+    (workers_leave_ctrl_c_to_the_launcher)."""
     if options.view_as(StandardOptions).runner:
         return None
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
     shorten_state_sampling()
+    workers_leave_ctrl_c_to_the_launcher()
     return FnApiRunner()
