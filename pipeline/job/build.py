@@ -15,14 +15,16 @@ from pipeline.common.manifest import FORMAT_VERSION, fingerprint
 from pipeline.common.records import EMPTY, INCOMPLETE
 from pipeline.common.versions import installed_version
 from pipeline.job.embed import EmbedRecords
-from pipeline.job.formats import Fields
 from pipeline.job.sinks import WRITERS, OutputSchema, WriteDeadLetters, WriteManifest, count
-from pipeline.job.sources import ReadCorpus
+from pipeline.job.sources import FindDuplicateIds, ReadCorpus
 from pipeline.job.token_sinks import TokenSchema
 
 # The manifest's counts, 0 when nothing was counted (split_records too, when records are split).
+# duplicate_ids: how many --id_field values appear on more than one record read (0 without
+# --id_field: path:line ids are unique).
 COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "tokens",
-          "files_incomplete")
+          "files_incomplete", "duplicate_ids")
+DUPLICATE_EXAMPLE = "duplicate_id_example"  # the manifest's key: the smallest duplicated id
 
 
 def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
@@ -85,9 +87,8 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
     sink steps around it (pipeline.common.bundle_write): the manifest names the shards."""
-    fields = Fields(cfg.text_field, cfg.id_field, cfg.metadata_fields, cfg.max_text_bytes)
-    corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, fields, cfg.clean, cfg.split,
-                                            spread)
+    corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
+                                            cfg.split, spread, ids=bool(cfg.id_field))
     embedded = corpus["records"] | "EmbedRecords" >> EmbedRecords(
         cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
         share_bytes=sum(size for _, size in files) / max(workers, 1))
@@ -108,9 +109,14 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
                   ("tokens", int(b.num_tokens.sum()))]),
               count(dead, "Dead", lambda d: [
                   ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
-    names = COUNTS
+    names, extras = COUNTS, None
     if cfg.split != "none":
         counts.append(count(corpus["records"], "Split", lambda r: [("split_records", 1)]))
         names += ("split_records",)
+    if cfg.id_field:  # without it, ids are path:line: unique
+        found = corpus["ids"] | "FindDuplicateIds" >> FindDuplicateIds()
+        counts.append(found | "CountDuplicateIds" >> beam.Map(lambda d: ("duplicate_ids", d[0])))
+        extras = found | "DuplicateIdExample" >> beam.FlatMap(
+            lambda d: [(DUPLICATE_EXAMPLE, d[1])] if d[0] else [])
     p | "WriteManifest" >> WriteManifest(
-        cfg.output, manifest_base(cfg, widths, files), counts, written, names)
+        cfg.output, manifest_base(cfg, widths, files), counts, written, names, extras)

@@ -65,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         check_output(opts.output.rstrip("/"), JOB, opts.overwrite)  # before the model loads
         cfg = configure(options)  # the plain checks, then the model's spec
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
-        from pipeline.job.sources import expand_inputs
+        from pipeline.job.sources import check_columns, expand_inputs
 
         files = expand_inputs(list(cfg.inputs))
+        check_columns(files, cfg.input_format, cfg.fields())  # Parquet footers, CSV headers
         created = make_folder(cfg.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)

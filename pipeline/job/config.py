@@ -9,6 +9,7 @@ from models.spec import EncoderSpec
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.sample_corpus import write_sample_corpus
 from pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
+from pipeline.job.formats import Fields
 from pipeline.job.options import EmbedOptions
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
@@ -34,6 +35,10 @@ class JobConfig:
     max_batch_size: int
     progress_every: float
     allow_incomplete_input: bool = False
+
+    def fields(self) -> Fields:
+        """Where the readers find each record's text, id and metadata."""
+        return Fields(self.text_field, self.id_field, self.metadata_fields, self.max_text_bytes)
 
 
 def worker_threads(opts) -> tuple[int, int]:

@@ -81,6 +81,21 @@ class Fields:
                                  text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
         return Record(id=rid, text=text, source=path, meta=meta)
 
+    def absent(self, columns: list[str]) -> str | None:
+        """What a file with these columns lacks: "--text_field 'body' is not a column", or
+        None when it has every column the job reads."""
+        names = set(columns)
+        if self.text not in names:
+            return f"--text_field {self.text!r} is not a column"
+        if self.id and self.id not in names:
+            return f"--id_field {self.id!r} is not a column"
+        missing = [m for m in self.meta if m not in names]
+        if len(missing) == 1:
+            return f"--metadata_fields {missing[0]!r} is not a column"
+        if missing:
+            return f"--metadata_fields {', '.join(map(repr, missing))} are not columns"
+        return None
+
 
 def _str(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
@@ -122,6 +137,17 @@ def read_jsonl(path: str, f, fields: Fields) -> Iterator[Item]:
                                 "not an object", raw[:400].decode("utf-8", "replace"))
             continue
         yield fields.record(path, n, row)
+
+
+def _header(f, delimiter: str) -> list[str] | None:
+    """The header row as the reader sees it (a byte-order mark is not part of it)."""
+    text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    try:
+        return next(csv.reader(text, delimiter=delimiter))
+    except (StopIteration, csv.Error):
+        return None  # an empty file has no records to check
+    finally:
+        text.detach()  # the caller closes the file
 
 
 def _read_delimited(path: str, f, fields: Fields, delimiter: str) -> Iterator[Item]:
@@ -171,6 +197,13 @@ def read_parquet(path: str, f, fields: Fields) -> Iterator[Item]:
             yield fields.record(path, n, row)
 
 
+def parquet_columns(f) -> list[str]:
+    """From the file's footer: no row is read."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(f).schema_arrow.names
+
+
 def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
     """tf.data reads the framing (CRC-checked, gzip by extension, gs:// through TF); a file
     that breaks off ends in one INCOMPLETE dead letter."""
@@ -195,6 +228,11 @@ def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
         yield DeadLetter.of(path, path, f"the file {e.what}; the rest of the file was lost",
                             kind=INCOMPLETE)
 
+
+# The formats whose columns are known before any record is read (sources.check_columns).
+COLUMNS: dict[str, Callable[[object], list[str] | None]] = {
+    "parquet": parquet_columns, "csv": lambda f: _header(f, ","), "tsv": lambda f: _header(f, "\t"),
+}
 
 READERS: dict[str, Callable[[str, object, Fields], Iterator[Item]]] = {
     "text": read_text, "jsonl": read_jsonl, "csv": read_csv, "tsv": read_tsv,

@@ -54,6 +54,13 @@ def next_commands(output: str, metadata: list[str]) -> str:
             f'beam-embed search {output} "your query"')
 
 
+def duplicates_line(n: int, example: str | None) -> str:
+    """Every record was embedded, so the output has rows that share an id."""
+    e_g = f", e.g. {example!r}" if example is not None else ""
+    return (f"warning: {n} {'id appears' if n == 1 else 'ids appear'} more than once{e_g}; "
+            "join on id with care")
+
+
 def exit_code(counts: dict, allow_incomplete_input: bool) -> int:
     """What a finished run exits with: incomplete input unless accepted, then nothing embedded."""
     if counts.get("files_incomplete", 0) and not allow_incomplete_input:
@@ -78,6 +85,8 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
         where = FileSystems.join(output, errors[0] if len(errors) == 1 else "errors-*.jsonl")
         log(f"dead-lettered {c['dead_lettered']}: {reasons} (every one, with its id and an "
             f"excerpt, in {where})")
+    if c.get("duplicate_ids", 0):
+        log(duplicates_line(c["duplicate_ids"], manifest.get("duplicate_id_example")))
     code = exit_code(c, allow_incomplete_input)
     if c.get("files_incomplete", 0):
         log(f"{'incomplete' if code == exits.INCOMPLETE_INPUT else 'warning'}: "
