@@ -136,10 +136,12 @@ def from_handles(encoder: str, preprocessor: str | None = None,
     """TF-Hub handles given directly: with a preprocessor a BERT pair; alone, the kind the
     loaded module is recognized as (models/encoders/detect.py), unless `kind` says."""
     from models.encoders import encoder_kind
-    from models.hub_loader import check_variables, downloads
+    from models.hub_loader import check_variables, is_remote
 
-    for handle in (encoder, preprocessor):  # files cut short: refused before anything is loaded
-        if handle and not downloads(handle):
+    # Local files cut short: refused before anything is loaded. Remote handles are checked when
+    # they load (load_handle): a Dataflow dry run describes gs:// models without reaching them.
+    for handle in (encoder, preprocessor):
+        if handle and not is_remote(handle):
             check_variables(handle)
     learned = {}
     if not kind and preprocessor:
