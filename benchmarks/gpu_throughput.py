@@ -45,7 +45,7 @@ def minilm_folder() -> str:
 
 def export(name: str, work: str) -> str:
     """The export-model folder for `name`, made once."""
-    from models.export import export_checkpoint
+    from models.export.convert import export_checkpoint
 
     out = os.path.join(work, f"export-{name}")
     if os.path.exists(os.path.join(out, "beam_embed.json")):

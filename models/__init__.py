@@ -11,12 +11,13 @@
     tokens.py         texts -> token-level vectors with offsets
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
     tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls
-    export_format.py  an export folder's metadata file name and format version (no TensorFlow)
+    export_format.py  an export folder's metadata file name, format version and check: read by
+                      runs, written by export/ (no TensorFlow)
+    bert_preprocessor.py  the TF-Hub BERT preprocessor contract: saved by export/, built at run
+                      time for TF1 Hub BERT modules
     cpu.py            the CPU features that decide whether bf16 is fast here
-    export.py, checkpoint*.py, hf_checkpoint.py, google_checkpoint.py, weight_map.py,
-    bert_encoder.py, bert_preprocessor.py
-                      checkpoint folders (Hugging Face, google-research/bert) -> TF-Hub-format
-                      SavedModels
+    export/           `export-model` only: checkpoint folders (Hugging Face, google-research/bert)
+                      -> TF-Hub-format SavedModels
 
 May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
 embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py, cpu.py,

@@ -28,7 +28,11 @@ from tensorflow_text.python.ops.bert_tokenizer import (
     BasicTokenizer,
 )
 
-from models.checkpoint import GOOGLE, HUGGING_FACE
+# The tokenizer flavors, named after the checkpoint layouts that follow them (export-model's
+# layouts, models/export/checkpoint.py, use the same names): defined here because the TF1 Hub
+# BERT kind builds a GOOGLE preprocessor at run time, which must not depend on the exporter.
+HUGGING_FACE = "huggingface"
+GOOGLE = "google-research/bert"
 
 
 @dataclasses.dataclass(frozen=True)

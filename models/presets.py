@@ -83,7 +83,7 @@ def exported(checkpoint: str, name: str) -> str:
     key = hashlib.sha256(f"{os.path.abspath(folder)}|{FORMAT_VERSION}".encode()).hexdigest()[:12]
     out = os.path.join(cache_dir(), f"{name}-{key}")
     if not os.path.exists(os.path.join(out, METADATA_FILE)):
-        from models.export import export_checkpoint
+        from models.export.convert import export_checkpoint
 
         tmp = f"{out}.partial-{os.getpid()}"
         export_checkpoint(folder, tmp, name=name)

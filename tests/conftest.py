@@ -31,7 +31,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_export(tiny_checkpoint, tmp_path_factory):
-    from models.export import export_checkpoint
+    from models.export.convert import export_checkpoint
 
     out = str(tmp_path_factory.mktemp("tiny_export"))
     export_checkpoint(tiny_checkpoint[0], out, name="tiny-bert")
@@ -47,7 +47,7 @@ def minilm_checkpoint():
 
 @pytest.fixture(scope="session")
 def minilm_export(minilm_checkpoint, tmp_path_factory):
-    from models.export import export_checkpoint
+    from models.export.convert import export_checkpoint
 
     out = str(tmp_path_factory.mktemp("minilm_export"))
     export_checkpoint(minilm_checkpoint, out, name="all-MiniLM-L6-v2")

@@ -52,8 +52,8 @@ def test_imports_no_tensorflow(what, tmp_path):
 
 
 def test_registry_precisions_are_the_exported_graphs():
-    from models.bert_encoder import PRECISIONS
     from models.encoders import KINDS
+    from models.export.bert_encoder import PRECISIONS
 
     assert KINDS["bert"].precisions == PRECISIONS
 

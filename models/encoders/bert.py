@@ -15,8 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from models import cpu
-from models.bert_encoder import PRECISIONS
 from models.encoder import Encoder, WordPieces
+from models.export.bert_encoder import PRECISIONS
 from models.export_format import precision_folder
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
@@ -86,7 +86,7 @@ def _forward(encoder, handle: str, precision: str, own: bool):
 def select_precision(encoder, handle: str, precision: str, own: bool = False):
     """The loaded encoder's function for `precision`: a precision's own SavedModel (`own`:
     `handle` is the `encoder_bf16/` precision_handle found) is its call; otherwise the fused functions `export-model` added to
-    the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/bert_encoder.py), else,
+    the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/export/bert_encoder.py), else,
     for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
     asking them for less than fp32 fails here, before any data is read. A low precision without
     the hardware for it is run, with a warning."""

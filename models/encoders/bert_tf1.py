@@ -16,8 +16,7 @@ import os
 
 import tensorflow as tf
 
-from models.bert_preprocessor import BertPreprocessor
-from models.checkpoint import GOOGLE
+from models.bert_preprocessor import GOOGLE, BertPreprocessor
 from models.encoder import WordPieces
 from models.encoders.bert import HubBertEncoder
 from models.hub_loader import load_once, resolve_handle

@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     import_tensorflow()
-    from models.checkpoint import CheckpointError
-    from models.export import export_checkpoint
+    from models.export.checkpoint import CheckpointError
+    from models.export.convert import export_checkpoint
 
     try:
         meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,

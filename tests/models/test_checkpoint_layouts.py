@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from models.checkpoint import CheckpointError
-from models.checkpoint_layout import inspect_checkpoint
-from models.export import export_checkpoint
+from models.export.checkpoint import CheckpointError
+from models.export.checkpoint_layout import inspect_checkpoint
+from models.export.convert import export_checkpoint
 from tests.bert_reference import write_checkpoint
 from tests.models.google_reference import write_google_folder
 

@@ -2,7 +2,7 @@
 created or touched. An `export-model` folder's metadata, SavedModels, variables files and
 vocabulary each have their own check and message (models/export_format.py, the variables
 against their index in models/hub_loader.py); so does a Hugging Face checkpoint's
-model.safetensors at export time (models/hf_checkpoint.py)."""
+model.safetensors at export time (models/export/hf_checkpoint.py)."""
 
 from __future__ import annotations
 

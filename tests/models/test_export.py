@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.checkpoint import CheckpointError
-from models.export import export_checkpoint
+from models.export.checkpoint import CheckpointError
+from models.export.convert import export_checkpoint
 from tests.bert_reference import forward, write_checkpoint
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],

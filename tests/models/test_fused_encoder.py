@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from models.encoders.bert import load_pair, precision_handle, select_precision
-from models.export import export_checkpoint
+from models.export.convert import export_checkpoint
 from tests.bert_reference import forward, write_checkpoint
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.export import export_checkpoint
+from models.export.convert import export_checkpoint
 from tests.bert_reference import forward
 from tests.models.google_reference import fine_tune_extras, google_variables, write_google_folder
 

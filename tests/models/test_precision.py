@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.bert_encoder import BertEncoder, BertLayerWeights, BertWeights
 from models.embedder import Embedder
 from models.encoders.bert import GROUP_ROWS, HubBertEncoder
+from models.export.bert_encoder import BertEncoder, BertLayerWeights, BertWeights
 from models.pooling import parse_poolings
 from pipeline.job.command import main
 from tests.bert_reference import TINY_VOCAB, forward

@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 
-from models.checkpoint import (
+from models.export.checkpoint import (
     HUGGING_FACE,
     Checkpoint,
     CheckpointError,
@@ -21,7 +21,7 @@ from models.checkpoint import (
     load_config,
     load_json,
 )
-from models.weight_map import HF_NAMES, Tensors
+from models.export.weight_map import HF_NAMES, Tensors
 
 SUPPORTED_MODEL_TYPES = ("bert",)
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")

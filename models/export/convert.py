@@ -19,12 +19,12 @@ import os
 
 import tensorflow as tf
 
-from models.bert_encoder import LOW_PRECISIONS, PRECISIONS, BertEncoder, LowPrecisionEncoder
 from models.bert_preprocessor import BertPreprocessor
-from models.checkpoint import Checkpoint, CheckpointError
-from models.checkpoint_layout import inspect_checkpoint, open_tensors
+from models.export.bert_encoder import LOW_PRECISIONS, PRECISIONS, BertEncoder, LowPrecisionEncoder
+from models.export.checkpoint import Checkpoint, CheckpointError
+from models.export.checkpoint_layout import inspect_checkpoint, open_tensors
+from models.export.weight_map import MappedWeights, map_weights
 from models.export_format import FORMAT_VERSION, METADATA_FILE, precision_folder
-from models.weight_map import MappedWeights, map_weights
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager
 
-from models.checkpoint import GOOGLE, HUGGING_FACE, Checkpoint, CheckpointError, some
-from models.google_checkpoint import inspect_google_folder, open_google_tensors
-from models.hf_checkpoint import WEIGHT_FILES, inspect_hf_folder, open_hf_tensors
-from models.weight_map import Tensors
+from models.export.checkpoint import GOOGLE, HUGGING_FACE, Checkpoint, CheckpointError, some
+from models.export.google_checkpoint import inspect_google_folder, open_google_tensors
+from models.export.hf_checkpoint import WEIGHT_FILES, inspect_hf_folder, open_hf_tensors
+from models.export.weight_map import Tensors
 
 
 def layout_of(path: str, checkpoint: str | None = None) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from models.bert_encoder import BertLayerWeights, BertWeights
-from models.checkpoint import CheckpointError, some
+from models.export.bert_encoder import BertLayerWeights, BertWeights
+from models.export.checkpoint import CheckpointError, some
 
 
 @dataclasses.dataclass(frozen=True)
