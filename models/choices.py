@@ -5,3 +5,6 @@ LONG_TEXT_MODES = ("truncate", "chunk")
 GRANULARITIES = ("sentence", "token")
 TOKEN_UNITS = ("word", "wordpiece")
 TOKEN_DTYPES = ("float32", "float16")
+# The encoder's compute precisions (--precision); an export-model encoder has a graph for each
+# (models/export/bert_encoder.py), other kinds compute in fp32 (their registry entries say so).
+PRECISIONS = ("fp32", "bf16", "fp16")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from models.choices import GRANULARITIES, LONG_TEXT_MODES, TOKEN_DTYPES, TOKEN_UNITS
-from models.encoders import KINDS, PRECISIONS, encoder_kind
+from models.choices import GRANULARITIES, LONG_TEXT_MODES, PRECISIONS, TOKEN_DTYPES, TOKEN_UNITS
+from models.encoders import KINDS, encoder_kind
 
 DEFAULT_MODEL = "minilm"
 

@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
+from models.choices import PRECISIONS
 from models.pooling import (
     ELMO_OUTPUTS,
     ELMO_POOLERS,
@@ -98,7 +99,6 @@ class EncoderKind:
                              f"{list(self.precisions)}")
 
 
-PRECISIONS = ("fp32", "bf16", "fp16")  # models/bert_encoder.py implements the last two
 ELMO_SIGNATURES = ("tokens", "default")
 KINDS = {
     "bert": EncoderKind(

@@ -15,8 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from models import cpu
+from models.choices import PRECISIONS
 from models.encoder import Encoder, WordPieces
-from models.export.bert_encoder import PRECISIONS
 from models.export_format import precision_folder
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput

@@ -50,7 +50,6 @@ ACTIVATIONS = {
 }
 # Low-precision variants of the encoder: name -> compute dtype of the matmuls.
 LOW_PRECISIONS = {"bf16": tf.bfloat16, "fp16": tf.float16}
-PRECISIONS = ("fp32", *LOW_PRECISIONS)
 _FUSED_NORM_EPSILON = 1e-3  # what oneDNN's fused LayerNorm uses, whatever the graph says
 _ERF_GELU = {"gelu"}  # written as 0.5*x*(1+erf(x/sqrt 2)) so oneDNN fuses it into the matmul
 _INPUT_SPEC = {

@@ -20,7 +20,8 @@ import os
 import tensorflow as tf
 
 from models.bert_preprocessor import BertPreprocessor
-from models.export.bert_encoder import LOW_PRECISIONS, PRECISIONS, BertEncoder, LowPrecisionEncoder
+from models.choices import PRECISIONS
+from models.export.bert_encoder import LOW_PRECISIONS, BertEncoder, LowPrecisionEncoder
 from models.export.checkpoint import Checkpoint, CheckpointError
 from models.export.checkpoint_layout import inspect_checkpoint, open_tensors
 from models.export.weight_map import MappedWeights, map_weights
