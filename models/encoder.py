@@ -59,9 +59,31 @@ class Encoder(abc.ABC):
         """For a handle given alone (`--encoder H`): None when it is not a model of this kind,
         else the facts learned on the way (models.presets.ModelSpec fields, e.g. the maximum
         length). `found` is the handle's models.encoders.detect.SavedModelFacts (tags,
-        signatures) read without loading it; a kind may load the handle (once per process).
+        signatures) read without loading it, with no graphs when the handle's folder
+        (`found.folder`) holds no SavedModel: a kind of another format recognizes its own files
+        there. A kind may load the handle (once per process).
         Kinds that are never guessed (a BERT pair needs its preprocessor named) keep this."""
         return None
+
+    @classmethod
+    def fingerprint(cls, encoder: str, preprocessor: str | None = None) -> str:
+        """A short digest of the model files the handles name: manifests record it, and
+        `search` compares it with the model at hand, across versions (the same files must
+        always give the same value). The handles, not a spec: a manifest's model is its kind
+        and handles. This default is the SavedModel kinds': sha256 over each handle's
+        saved_model.pb (models/saved_model.py); a kind of another format hashes its own files."""
+        from models.saved_model import fingerprint
+
+        return fingerprint(encoder, preprocessor)
+
+    @classmethod
+    def max_positions(cls, spec) -> int | None:
+        """The token positions of the model `spec` names: the longest --max-seq-length it can
+        run, read without running it; None when it has no such limit or it is unknown. This
+        default: the rows of a SavedModel's position embedding variable."""
+        from models.saved_model import position_rows
+
+        return position_rows(spec.encoder)
 
     @classmethod
     def wordpieces(cls, spec) -> WordPieces:

@@ -133,9 +133,10 @@ def handle_name(handle: str) -> str:
 
 def from_handles(encoder: str, preprocessor: str | None = None,
                  kind: str | None = None) -> ModelSpec:
-    """TF-Hub handles given directly: with a preprocessor a BERT pair; alone, the kind the
-    loaded module is recognized as (models/encoders/detect.py), unless `kind` says."""
-    from models.encoders import encoder_kind
+    """Handles given directly: with a preprocessor the kind that pairs with one (a TF-Hub BERT
+    encoder); alone, the kind the handle is recognized as (models/encoders/detect.py), unless
+    `kind` says."""
+    from models.encoders import encoder_kind, paired_kind
     from models.hub_loader import check_variables, is_remote
 
     # Local files cut short: refused before anything is loaded. Remote handles are checked when
@@ -145,7 +146,7 @@ def from_handles(encoder: str, preprocessor: str | None = None,
             check_variables(handle)
     learned = {}
     if not kind and preprocessor:
-        kind = "bert"
+        kind = paired_kind()
     elif not kind:
         from models.encoders.detect import detect
 

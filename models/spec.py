@@ -53,6 +53,15 @@ class EncoderSpec:
         """The poolings as models.pooling.Pooling, checked against the encoder kind."""
         return encoder_kind(self.kind).parse_poolings(self.poolings)
 
+    def fingerprint(self) -> str:
+        """The model's fingerprint, as its kind computes it (models.encoder.Encoder)."""
+        return fingerprint(self.kind, self.encoder, self.preprocessor)
+
+    def max_positions(self) -> int | None:
+        """The longest --max-seq-length the model can run, as its kind reads it; None: no limit
+        known."""
+        return encoder_kind(self.kind).encoder_class().max_positions(self)
+
     def warm_up(self) -> bool:
         """Starts loading and running the encoder once on a background thread (models/warm_up.py),
         for `build` to find ready; False for kinds that load only in `build`."""
@@ -73,6 +82,12 @@ class EncoderSpec:
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
         return Embedder(encoder, self.parsed_poolings(), normalize=self.normalize,
                         long_text=self.long_text)
+
+
+def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str:
+    """The fingerprint a manifest records for a model of `kind` at these handles (the kind's
+    Encoder.fingerprint: for SavedModels, over their saved_model.pb)."""
+    return encoder_kind(kind).encoder_class().fingerprint(encoder, preprocessor)
 
 
 def _check_options(options: tuple[tuple[str, str], ...]) -> None:

@@ -41,6 +41,9 @@ class EncoderKind:
     max_seq_length: int | None = 512  # default units per text; None: the whole text
     min_seq_length: int = 1  # the shortest --max-seq-length that leaves room for one unit
     recognized_by: str = ""  # how a lone handle is recognized; "" for kinds never guessed
+    # The model comes as an encoder and a --preprocessor (a TF-Hub BERT pair): an encoder given
+    # with a preprocessor and no kind is of the one kind that says so.
+    preprocessor: bool = False
     why: Mapping[str, str] = dataclasses.field(default_factory=dict)  # what it lacks -> why
     options: Mapping[str, tuple[str, tuple[str, ...]]] = dataclasses.field(
         default_factory=dict)  # option -> (its flag, its choices)
@@ -103,7 +106,7 @@ ELMO_SIGNATURES = ("tokens", "default")
 KINDS = {
     "bert": EncoderKind(
         "bert", "models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
-        token_units=("word", "wordpiece"), min_seq_length=3),
+        token_units=("word", "wordpiece"), min_seq_length=3, preprocessor=True),
     "bert_tf1": EncoderKind(
         "bert_tf1", "models.encoders.bert_tf1:HubBertTf1Encoder",
         {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),
@@ -127,6 +130,11 @@ KINDS = {
              "layers": "a text-in embedder returns one vector per text, no layers",
              "precision": "a TF-Hub SavedModel computes in its own precision"}),
 }
+
+
+def paired_kind() -> str:
+    """The kind of an encoder given with a --preprocessor and no kind."""
+    return next(k.name for k in KINDS.values() if k.preprocessor)
 
 
 def encoder_kind(kind: str) -> EncoderKind:

@@ -8,6 +8,7 @@ encoder and preprocessor contracts are used. Loaded once; every batch goes throu
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import os
 
@@ -17,7 +18,7 @@ import tensorflow as tf
 from models import cpu
 from models.choices import PRECISIONS
 from models.encoder import Encoder, WordPieces
-from models.export_format import precision_folder
+from models.export_format import METADATA_FILE, precision_folder
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
 from models.warm_up import wait as wait_for_warm_up
@@ -105,6 +106,15 @@ def select_precision(encoder, handle: str, precision: str, own: bool = False):
     return fn
 
 
+def export_metadata(encoder: str) -> dict:
+    """The beam_embed.json of the export `encoder` is in, else {} (a TF-Hub encoder)."""
+    meta = os.path.join(os.path.dirname(encoder.rstrip("/")), METADATA_FILE)
+    if not tf.io.gfile.exists(meta):
+        return {}
+    with tf.io.gfile.GFile(meta) as f:
+        return json.load(f)
+
+
 class HubBertEncoder(Encoder):
     kind = "bert"
     special_tokens = SPECIAL_TOKENS_PER_TEXT
@@ -138,6 +148,13 @@ class HubBertEncoder(Encoder):
     @classmethod
     def from_spec(cls, spec) -> HubBertEncoder:
         return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision)
+
+    @classmethod
+    def max_positions(cls, spec) -> int | None:
+        """An export records its positions in beam_embed.json; another SavedModel has them as
+        its position embedding variable's rows."""
+        recorded = export_metadata(spec.encoder).get("max_position_embeddings")
+        return int(recorded) if recorded else super().max_positions(spec)
 
     @classmethod
     def warm_up(cls, spec, loaded) -> None:

@@ -1,7 +1,8 @@
 """Which encoder kind a handle given alone (`--encoder H`) is.
 
 The SavedModel's own description (saved_model.pb: each graph's tags and signatures) is read
-without loading any weights; each kind that can be recognized (models.encoders.KINDS, in order)
+without loading any weights (a folder without one has no graphs: a kind of another format
+recognizes its own files there); each kind that can be recognized (models.encoders.KINDS, in order)
 then says whether the handle is one of its models (Encoder.recognize), loading it if it must
 (once per process, so building the encoder afterwards costs nothing more). A handle that fits
 no kind fails naming the kinds tried and what was found.
@@ -58,7 +59,7 @@ class SavedModelFacts:
 
     handle: str
     folder: str  # the local (or gs://) folder the handle resolved to
-    graphs: tuple[MetaGraph, ...]
+    graphs: tuple[MetaGraph, ...]  # () when the folder holds no SavedModel
 
     def graph(self, tags: tuple[str, ...] = ()) -> MetaGraph | None:
         return next((g for g in self.graphs if set(g.tags) == set(tags)), None)
@@ -104,7 +105,8 @@ def callable_description(loaded) -> str:
 
 
 def read_facts(handle: str) -> SavedModelFacts:
-    """The tags and signatures of every graph in the handle's SavedModel (no weights read)."""
+    """The tags and signatures of every graph in the handle's SavedModel (no weights read);
+    no graphs when its folder holds no SavedModel."""
     folder = resolve_handle(handle)
     proto = saved_model_pb2.SavedModel()
     pb, pbtxt = os.path.join(folder, "saved_model.pb"), os.path.join(folder, "saved_model.pbtxt")
@@ -114,10 +116,8 @@ def read_facts(handle: str) -> SavedModelFacts:
     elif tf.io.gfile.exists(pbtxt):
         with tf.io.gfile.GFile(pbtxt) as f:
             text_format.Parse(f.read(), proto)
-    else:
-        raise HandleError(f"model handle {handle!r} holds no SavedModel (no saved_model.pb in "
-                          f"{folder!r}); give a SavedModel folder, an `export-model` folder "
-                          "with --model, or a TF-Hub URL")
+    else:  # no graphs: kinds of other formats may still recognize the folder's own files
+        return SavedModelFacts(handle, folder, ())
     graphs = tuple(
         MetaGraph(tags=tuple(g.meta_info_def.tags),
                   signatures={name: Signature(
@@ -141,6 +141,11 @@ def detect(handle: str) -> tuple[str, dict]:
         if learned is not None:
             return kind.name, learned
         tried.append(f"{kind.name} ({kind.recognized_by})")
+    if not found.graphs:
+        raise HandleError(f"model handle {handle!r} holds no SavedModel (no saved_model.pb in "
+                          f"{found.folder!r}); give a SavedModel folder, an `export-model` "
+                          "folder with --model, or a TF-Hub URL; no kind recognized its files "
+                          f"either: tried {'; '.join(tried)}")
     raise ValueError(
         f"{handle!r} fits no encoder kind; tried {'; '.join(tried)}. Found: {found.describe()}. "
         "For a TF2 BERT encoder, give its --preprocessor too")

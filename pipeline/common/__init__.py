@@ -1,5 +1,5 @@
 """Pieces shared by the embedding job and the follow-up commands: the records that flow between
-stages, the output folder's manifest (names, writing, reading, fingerprint), the claim on an
+stages, the output folder's manifest (names, writing, reading), the claim on an
 output folder and the staging a run is swapped in from (claim.py, claim_stores.py, staging.py),
 the checks readers make on the manifest's shards (shards.py), errors as one line and the exit
 codes (errors.py, exits.py), how every command parses its flags (flags.py) and the choices they

@@ -1,5 +1,5 @@
-"""The embedding job's output folder: its names, its manifest (written and read), its model
-fingerprint, and how a new run claims the folder.
+"""The embedding job's output folder: its names, its manifest (written and read), and how a
+new run claims the folder (the model's fingerprint is its encoder kind's: models.spec).
 
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
 (pca, search) finds the shards through it. "This folder is not a job output" is answered here,
@@ -9,7 +9,6 @@ once, for every command.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from models.hub_loader import is_remote
 from pipeline.common.choices import FORMATS
 from pipeline.common.errors import one_line
 
@@ -28,21 +26,6 @@ PREFIX = "embeddings"
 ERRORS_PREFIX = "errors"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # names that look like outputs
-
-
-def fingerprint(*handles: str | None) -> str:
-    """sha256 over each handle's saved_model.pb (or the handle itself when remote/unreadable)."""
-    import tensorflow as tf
-
-    digest = hashlib.sha256()
-    for handle in filter(None, handles):
-        pb = f"{handle.rstrip('/')}/saved_model.pb"
-        if not is_remote(handle) and tf.io.gfile.exists(pb):
-            with tf.io.gfile.GFile(pb, "rb") as f:
-                digest.update(f.read())
-        else:
-            digest.update(handle.encode())
-    return digest.hexdigest()[:16]
 
 
 def existing_outputs(folder: str, patterns) -> list[str]:

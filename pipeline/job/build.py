@@ -11,7 +11,7 @@ import time
 
 import apache_beam as beam
 
-from pipeline.common.manifest import FORMAT_VERSION, fingerprint
+from pipeline.common.manifest import FORMAT_VERSION
 from pipeline.common.records import EMPTY, INCOMPLETE
 from pipeline.common.versions import installed_version
 from pipeline.job.embed import EmbedRecords
@@ -63,7 +63,7 @@ def manifest_base(cfg, widths, files) -> dict:
         "format_version": FORMAT_VERSION,
         "model": {"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
                   "preprocessor": spec.preprocessor,
-                  "fingerprint": fingerprint(spec.encoder, spec.preprocessor),
+                  "fingerprint": spec.fingerprint(),
                   "max_seq_length": spec.max_seq_length,
                   "long_text": spec.long_text},
         "poolings": [{"name": p.spec, "column": p.column, "width": width[p.column],

@@ -81,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def claimed_run(options, cfg, files, argv: list[str]) -> int:
     """The run, holding the output folder's claim from its last check to the swap."""
-    from models.positions import max_positions
     from pipeline.common.claim import claim_output
     from pipeline.common.manifest import JOB
     from pipeline.common.staging import (
@@ -103,7 +102,7 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
 
             widths = probe_widths(cfg)
             explicit = options.view_as(EmbedOptions).max_seq_length is not None
-            cfg = check_model_limits(cfg, max_positions(cfg.encoder.encoder), explicit)
+            cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
         except ValueError as e:
             return _bad_config(e)
         for path in remove_leftovers(cfg.output):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.common.manifest import PoolingColumn, fingerprint, load_embedding_set
+from models.spec import fingerprint
+from pipeline.common.manifest import PoolingColumn, load_embedding_set
 from pipeline.common.shards import check_shards
 from pipeline.search.index import building, index_blocks, open_index
 from pipeline.search.scan import parquet_blocks
@@ -43,14 +44,14 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
     recorded, m = corpus.model["fingerprint"], corpus.model
     if model is not None:
         spec = resolve(model)
-        found = fingerprint(spec.encoder, spec.preprocessor)
+        found = fingerprint(spec.kind, spec.encoder, spec.preprocessor)
         if found != recorded:
             raise ValueError(
                 f"--model {model!r} is {spec.name} (fingerprint {found}), but {corpus.folder} was "
                 f"embedded with {m['name']} (fingerprint {recorded}); a query must be embedded "
                 "with the model of the stored vectors")
         return spec.kind, spec.encoder, spec.preprocessor
-    found = fingerprint(m["encoder"], m["preprocessor"])
+    found = fingerprint(m["kind"], m["encoder"], m["preprocessor"])
     if found != recorded:
         raise ValueError(
             f"the model {m['name']} at {m['encoder']!r} is missing or changed since "
