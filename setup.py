@@ -31,10 +31,12 @@ RUNTIME = [
     "matplotlib==3.11.2",
 ]
 UMAP = ["umap-learn>=0.5"]  # `beam-embed pca --method umap` only (numba + llvmlite, ~60 MB)
-# Tests, lint, and the independent references the tests compare with (keras-hub reads the same
-# checkpoints another way; tokenizers is Hugging Face's tokenizer).
+# Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
+# tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
+# Face's tokenizer).
 DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20",
-       "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17"]
+       "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17",
+       "gcp-storage-emulator>=2026.7"]
 
 setuptools.setup(
     name="beam-embed",

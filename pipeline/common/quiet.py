@@ -44,7 +44,12 @@ def verbose_requested(argv) -> bool:
 
 
 def configure(verbose: bool) -> None:
-    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads."""
+    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads.
+    Beam's gs:// credentials look is replaced by one that does not retry for ~25 s
+    (pipeline.common.gcs_auth), verbose or not."""
+    from pipeline.common import gcs_auth
+
+    gcs_auth.install()
     set_verbose(verbose)
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -1,0 +1,145 @@
+"""gs:// credentials: found in one look, or anonymous access said in one line.
+
+Beam looks for Google's Application Default Credentials the first time a process touches a gs://
+path (apache_beam.internal.gcp.auth, for its filesystem and for our claim on a gs:// folder):
+google.auth.default(), retried 4 times with backoff when there are none (~25 s), each try logged
+as a warning with its traceback, and then it connects anonymously, which public buckets allow.
+Credentials that are missing do not appear on a retry, so the commands look once: the
+environment (GOOGLE_APPLICATION_CREDENTIALS), gcloud's application-default file, then the
+metadata server that Google Cloud machines have, asked once with a short timeout unless the
+machine's firmware says it is a Compute Engine VM (then google-auth's own check runs). None found:
+one line of the tool's own, and anonymous access. STORAGE_EMULATOR_HOST names a local emulator,
+which takes no credentials: anonymous at once, nothing looked up.
+
+`install()` runs at every process entry (pipeline.common.quiet.configure): it puts this look in
+place of Beam's when Beam's auth module loads, so a command that never touches Beam (its --help,
+a flag error) imports none of it. Beam keeps its lock and its one answer per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+
+from pipeline.common.log import is_verbose, log
+
+AUTH_MODULE = "apache_beam.internal.gcp.auth"
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"  # google-cloud-storage's: the emulator's URL
+CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+ANONYMOUS = ("no Google Cloud credentials found; reading gs:// anonymously (set "
+             "GOOGLE_APPLICATION_CREDENTIALS or run `gcloud auth application-default login`)")
+# The metadata server answers in milliseconds where there is one (Cloud Run, GKE, Cloud
+# Shell); elsewhere its address is refused at once, or dropped, and then this is the wait.
+METADATA_TIMEOUT_S = 0.5
+
+
+def service_credentials(pipeline_options):
+    """What Beam's `_Credentials._get_service_credentials` returns: its adapter around the
+    credentials found, or None for anonymous access."""
+    if os.environ.get(EMULATOR_ENV):
+        return None
+    import google.auth
+    from apache_beam.internal.gcp import auth
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+    from google.auth.exceptions import DefaultCredentialsError
+
+    scopes = pipeline_options.view_as(GoogleCloudOptions).gcp_oauth_scopes
+    try:
+        with _metadata_asked_once(), _google_auth_quiet():
+            credentials, _ = google.auth.default(scopes=scopes)
+    except DefaultCredentialsError as e:
+        log(_anonymous_because(e))
+        return None
+    credentials = auth._Credentials._add_impersonation_credentials(credentials, pipeline_options)
+    return auth._ApitoolsCredentialsAdapter(credentials)
+
+
+def _anonymous_because(error: Exception) -> str:
+    named = os.environ.get(CREDENTIALS_ENV)
+    if not named:
+        return ANONYMOUS
+    cause = (str(error).strip().splitlines() or [type(error).__name__])[0].rstrip(".")
+    return (f"the Google Cloud credentials in {CREDENTIALS_ENV} ({named}) cannot be used: "
+            f"{cause}; reading gs:// anonymously")
+
+
+@contextlib.contextmanager
+def _metadata_asked_once():
+    """google-auth asks the metadata server up to 3 times, 3 s each, before it concludes the
+    machine is not on Google Cloud; here once, for METADATA_TIMEOUT_S, unless the firmware
+    says Compute Engine (there its own check runs, retries included)."""
+    from google.auth.compute_engine import _metadata
+
+    check = _metadata.is_on_gce
+
+    def is_on_gce(request) -> bool:
+        if os.environ.get("NO_GCE_CHECK") == "true":  # google-auth's own switch
+            return False
+        if _metadata.detect_gce_residency_linux():
+            return check(request)
+        return _metadata.ping(request, timeout=METADATA_TIMEOUT_S, retry_count=1)
+
+    _metadata.is_on_gce = is_on_gce
+    try:
+        yield
+    finally:
+        _metadata.is_on_gce = check
+
+
+@contextlib.contextmanager
+def _google_auth_quiet():
+    """google-auth warns of each failed try ("Compute Engine Metadata server unavailable"); the
+    one line says what they mean. -v shows them."""
+    logger = logging.getLogger("google.auth")
+    level = logger.level
+    if not is_verbose():
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def patch(module) -> bool:
+    """Puts service_credentials in place of Beam's look in its auth `module`; False (Beam's
+    own kept) without google-auth or when Beam no longer looks the way this expects."""
+    credentials = getattr(module, "_Credentials", None)
+    if not getattr(module, "_GOOGLE_AUTH_AVAILABLE", False) or \
+            not hasattr(credentials, "_get_service_credentials") or \
+            not hasattr(credentials, "_add_impersonation_credentials"):
+        return False
+    credentials._get_service_credentials = staticmethod(service_credentials)
+    return True
+
+
+class _PatchOnLoad:
+    """A meta path finder that lets Beam's auth module load as usual, then patches it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != AUTH_MODULE:
+            return None
+        sys.meta_path.remove(self)  # once; and the real finders find the module
+        from importlib.util import find_spec
+
+        spec = find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install() -> None:
+    """Beam's credentials look replaced, now if its auth module is loaded, else when it loads."""
+    module = sys.modules.get(AUTH_MODULE)
+    if module is not None:
+        patch(module)
+    elif not any(isinstance(f, _PatchOnLoad) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnLoad())
