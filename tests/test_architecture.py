@@ -23,7 +23,7 @@ TF_FREE = {
     "the CLI": "import pipeline.cli",
     "run's option parser": "from pipeline.job.options import parse\n"
                            "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
-    "run's flag check": "from pipeline.job import config\nconfig.from_options",
+    "run's flag check": "from pipeline.job import config\nconfig.from_flags",
     "pca's option parser": "from pipeline.pca.command import parse_args\n"
                            "parse_args(['--input', 'a', '--output', 'b'])",
     "search's option parser": "from pipeline.search.command import parse_args\n"

@@ -1,8 +1,9 @@
 """The embedding job: `beam-embed run` / `python -m pipeline.run`.
 
 main(argv) -> help (no Beam, no TensorFlow) -> with only the job's own flags, the encoder's
-warm-up starts on a thread before Beam is imported (early.py) -> parse once + validate and check
-the output folder (no data read) -> the encoder's warm-up starts (models/warm_up.py) unless it
+warm-up starts on a thread before Beam is imported (early.py) -> argv read once into JobFlags
+(flags.py) and Beam's PipelineOptions (options.py), validated, the output folder checked (no data
+read) -> the encoder's warm-up starts (models/warm_up.py) unless it
 did -> claim the output folder -> probe the model and check its
 limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
 complete run in) -> summary and exit code (pipeline.common.exits). `--dry-run` builds the same
@@ -42,28 +43,29 @@ def main(argv: list[str] | None = None) -> int:
 
         beam_flags()[0].print_help()
         return exits.OK
-    from pipeline.job.early import start_warm_up
+    from pipeline.job.early import job_argv, start_warm_up
 
     try:
-        start_warm_up(argv)  # only the job's own flags: the model warms up while Beam imports
+        job = job_argv(argv)  # read once: the job's flags, and what is Beam's
+        spec = start_warm_up(job)  # the plain case: the model warms up while Beam imports
     except ValueError as e:
         return _bad_config(e)
     from models.hub_loader import is_remote
     from pipeline.common.manifest import JOB, make_folder
     from pipeline.common.staging import check_output
     from pipeline.job.config import configure
-    from pipeline.job.options import EmbedOptions, parse
+    from pipeline.job.options import beam_options
 
     try:
-        options = parse(argv)
+        options = beam_options(job)
         from pipeline.dataflow.options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
             from pipeline.job.dry_run import dry_run
-            return dry_run(options)
-        opts = options.view_as(EmbedOptions)
-        check_output(opts.output.rstrip("/"), JOB, opts.overwrite)  # before the model loads
-        cfg = configure(options)  # the plain checks, then the model's spec
+            return dry_run(job.flags, options)
+        flags = job.flags
+        check_output(flags.output.rstrip("/"), JOB, flags.overwrite)  # before the model loads
+        cfg = configure(flags, options, spec)  # the plain checks, then the model's spec
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
         from pipeline.job.sources import check_columns, expand_inputs
 
@@ -72,14 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         created = make_folder(cfg.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
-    code = claimed_run(options, cfg, files, argv)
+    code = claimed_run(flags, options, cfg, files, argv)
     if code == exits.BAD_CONFIG and created and not is_remote(cfg.output) \
             and not os.listdir(cfg.output):  # a refused run leaves nothing behind
         os.rmdir(cfg.output)
     return code
 
 
-def claimed_run(options, cfg, files, argv: list[str]) -> int:
+def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
     """The run, holding the output folder's claim from its last check to the swap."""
     from pipeline.common.claim import claim_output
     from pipeline.common.manifest import JOB
@@ -92,7 +94,6 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
         staging_folder,
     )
     from pipeline.job.config import check_model_limits
-    from pipeline.job.options import EmbedOptions
 
     with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
@@ -101,7 +102,7 @@ def claimed_run(options, cfg, files, argv: list[str]) -> int:
             from pipeline.job.build import probe_widths
 
             widths = probe_widths(cfg)
-            explicit = options.view_as(EmbedOptions).max_seq_length is not None
+            explicit = flags.max_seq_length is not None
             cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
         except ValueError as e:
             return _bad_config(e)

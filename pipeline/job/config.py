@@ -9,8 +9,8 @@ from models.spec import EncoderSpec
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.sample_corpus import write_sample_corpus
 from pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
+from pipeline.job.flags import JobFlags
 from pipeline.job.formats import Fields
-from pipeline.job.options import EmbedOptions
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 
@@ -62,12 +62,16 @@ def worker_threads(opts) -> tuple[int, int]:
     return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
 
 
-def from_options(opts, default_inputs: tuple[str, ...] = ()) -> JobConfig:
+def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
+               encoder: EncoderSpec | None = None) -> JobConfig:
+    """The job's flags checked, with Beam's `options` (their thread pools), into a JobConfig;
+    `encoder`: the spec already built from these flags (the early warm-up's), else built here."""
     formats = check_plain_flags(opts)
-    import_tensorflow()  # the model spec may load TensorFlow: quietly, after the plain checks
-    encoder = spec_of(opts, worker_threads(opts))
+    if encoder is None:
+        import_tensorflow()  # the model spec may load TensorFlow: quietly, after the plain checks
+        encoder = spec_of(opts, worker_threads(options))
     return JobConfig(
-        inputs=tuple(opts.input or default_inputs),
+        inputs=opts.input or default_inputs,
         input_format=opts.input_format,
         text_field=opts.text_field,
         id_field=opts.id_field,
@@ -117,14 +121,14 @@ def check_model_limits(cfg: JobConfig, positions: int | None, explicit: bool) ->
     return cfg
 
 
-def configure(options) -> JobConfig:
-    """Parsed options -> a validated JobConfig. Without --input the bundled sample corpus (and
-    its id/topic fields) is the input."""
-    opts = options.view_as(EmbedOptions)
+def configure(flags: JobFlags, options, encoder: EncoderSpec | None = None) -> JobConfig:
+    """The job's flags and Beam's options -> a validated JobConfig (`encoder`: see from_flags).
+    Without --input the bundled sample corpus (and its id/topic fields) is the input."""
     default_inputs = ()
-    if not opts.input:
+    if not flags.input:
         default_inputs = (write_sample_corpus(SAMPLE_CORPUS),)
-        opts.id_field = opts.id_field or "id"
-        opts.metadata_fields = opts.metadata_fields or "topic"
-        opts.input_format = opts.input_format or "jsonl"
-    return from_options(opts, default_inputs)
+        flags = dataclasses.replace(
+            flags, id_field=flags.id_field or "id",
+            metadata_fields=flags.metadata_fields or "topic",
+            input_format=flags.input_format or "jsonl")
+    return from_flags(flags, options, default_inputs, encoder)

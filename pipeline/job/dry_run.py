@@ -29,17 +29,18 @@ from pipeline.dataflow.offline import build_job, is_dataflow, require
 from pipeline.dataflow.options import DryRunOptions
 from pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
 from pipeline.job.config import configure
-from pipeline.job.options import EmbedOptions
+from pipeline.job.flags import JobFlags
 from pipeline.job.sources import expand_inputs
 
 __all__ = ["dry_run"]
 
 
-def use_remote_export(opts) -> str | None:
-    """For a remote `--model` export: points --encoder/--preprocessor at its SavedModels (the
-    export layout) and returns its name; None for anything else."""
+def use_remote_export(opts: JobFlags) -> tuple[JobFlags, str | None]:
+    """For a remote `--model` export: the flags with --encoder/--preprocessor pointing at its
+    SavedModels (the export layout), and its name; the flags as given and None for anything
+    else."""
     if opts.encoder or not (opts.model and is_remote(opts.model)):
-        return None
+        return opts, None
     missing = [flag for flag, value in (("--pooling", opts.pooling),
                                         ("--normalize or --no-normalize", opts.normalize))
                if value is None]
@@ -48,8 +49,9 @@ def use_remote_export(opts) -> str | None:
                          f"offline); give {' and '.join(missing)} explicitly, as "
                          "configs/dataflow_*.yaml do")
     handle = opts.model.rstrip("/")
-    opts.encoder, opts.preprocessor = f"{handle}/encoder", f"{handle}/preprocessor"
-    return handle.rsplit("/", 1)[-1]
+    opts = dataclasses.replace(opts, encoder=f"{handle}/encoder",
+                               preprocessor=f"{handle}/preprocessor")
+    return opts, handle.rsplit("/", 1)[-1]
 
 
 def refuse_remote_recognition(opts) -> None:
@@ -89,15 +91,15 @@ def _launcher_package_dirs() -> list[str]:
     return [os.path.dirname(os.path.abspath(m.__file__)) for m in (pipeline, models)]
 
 
-def dry_run(options) -> int:
+def dry_run(flags: JobFlags, options) -> int:
     """Builds the job for --runner, checks it serializes and ships, writes --job-file."""
     job_file = options.view_as(DryRunOptions).job_file
     if not job_file or is_remote(job_file):
         raise ValueError(f"--dry-run needs --job-file PATH, a local file for the job "
                          f"description (got {job_file!r})")
-    remote_name = use_remote_export(options.view_as(EmbedOptions))
-    refuse_remote_recognition(options.view_as(EmbedOptions))
-    cfg = configure(options)
+    flags, remote_name = use_remote_export(flags)
+    refuse_remote_recognition(flags)
+    cfg = configure(flags, options)
     if remote_name:
         cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder,
                                                                    name=remote_name))

@@ -16,48 +16,43 @@ local run, whose process refuses the imports only other runners need (lean_proce
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from models.hub_loader import is_remote
-from pipeline.job.flag_values import check_plain_flags, config_argv, spec_of
-from pipeline.job.flags import add_job_flags
+from models.spec import EncoderSpec
+from pipeline.job.flag_values import check_plain_flags, spec_of
+from pipeline.job.flags import JobArgv, JobFlags, read_job_argv
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # a value argparse refuses: the full parse says so
-        raise ValueError(message)
-
-
-def own_flags(argv: list[str]) -> argparse.Namespace | None:
-    """The job's own flags (a --config file's keys first, the command line winning), or None
-    when anything in argv or the file is not one of them."""
-    parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    parser.add_argument("--config")
-    add_job_flags(parser)
-    known = {o for a in parser._actions for o in a.option_strings}
-    try:
-        pre, _ = parser.parse_known_args(argv)
-        full = (config_argv(pre.config, known) if pre.config else []) + list(argv)
-        flags, unknown = parser.parse_known_args(full)
-    except (ValueError, argparse.ArgumentError):
-        return None
-    return None if unknown else flags
+_entry: list[tuple[tuple[str, ...], JobArgv]] = []  # the process entry's argv, read once
 
 
 def job_process(argv: list[str]) -> None:
     """Set-up of a process that exists to run the job (`python -m pipeline.run`, `beam-embed
-    run`), given the job's arguments: it refuses the imports a job never uses, those of other
-    runners too when argv is a local run (pipeline.common.lean_process), and holds the garbage
-    collector off until the run starts (pipeline.common.startup_gc)."""
+    run`), given the job's arguments: it reads them once (`main` takes that reading), refuses
+    the imports a job never uses, those of other runners too when argv is a local run
+    (pipeline.common.lean_process), and holds the garbage collector off until the run starts
+    (pipeline.common.startup_gc)."""
     from pipeline.common import startup_gc
     from pipeline.common.lean_process import refuse_unused_imports
 
-    refuse_unused_imports(local=own_flags(argv) is not None)
+    try:
+        job = read_job_argv(argv, tentative=True)
+    except ValueError:  # an unreadable --config: `main` reads it again and says why
+        job = None
+    else:
+        _entry[:] = [(tuple(argv), job)]
+    refuse_unused_imports(local=job is not None and job.plain)
     startup_gc.pause()
 
 
-def _fresh_output(flags: argparse.Namespace) -> bool:
+def job_argv(argv: list[str]) -> JobArgv:
+    """argv read: by the process's entry (job_process) when it read this argv, else now."""
+    if _entry and _entry[0][0] == tuple(argv):
+        return _entry.pop()[1]
+    return read_job_argv(argv)
+
+
+def _fresh_output(flags: JobFlags) -> bool:
     """The run will not be refused for a previous run in its output (checked again, fully, by
     the launcher)."""
     output = flags.output.rstrip("/")
@@ -68,15 +63,17 @@ def _fresh_output(flags: argparse.Namespace) -> bool:
     return not os.path.isdir(output) or not os.listdir(output)
 
 
-def start_warm_up(argv: list[str]) -> bool:
-    """Starts the encoder's warm-up now when argv is the plain case; whether it did. A bad
-    value or model raises the ValueError the full parse would raise for it (the checks before
-    it in the full parse, Beam's parser and the output's, pass in the plain case)."""
-    flags = own_flags(argv)
-    if flags is None or not _fresh_output(flags):
-        return False
-    check_plain_flags(flags)
+def start_warm_up(job: JobArgv) -> EncoderSpec | None:
+    """In the plain case, the encoder's spec, whose warm-up starts now; None otherwise (the
+    full parse builds the spec). A bad value or model raises the ValueError the full parse
+    would raise for it (the checks before it in the full parse, Beam's and the output's, pass
+    in the plain case)."""
+    if not job.plain or not _fresh_output(job.flags):
+        return None
+    check_plain_flags(job.flags)
     from pipeline.common.quiet import import_tensorflow
 
     import_tensorflow()
-    return spec_of(flags, (0, 0)).warm_up()  # (0, 0): worker_threads without Beam's flags
+    spec = spec_of(job.flags, (0, 0))  # (0, 0): worker_threads of a run without Beam's flags
+    spec.warm_up()
+    return spec

@@ -31,10 +31,8 @@ def _beside(config_path: str, value) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config_path)), value))
 
 
-def config_argv(path: str, known: set[str]) -> list[str]:
-    """A `--config FILE.yaml`'s keys as command-line flags; a FlagError for a key that is not
-    one of `known`, a ValueError for a file that cannot be read as a mapping. Relative paths in
-    the CONFIG_RELATIVE keys are read from the config file's folder."""
+def read_config(path: str) -> dict:
+    """A `--config FILE.yaml`'s mapping; a ValueError for a file that cannot be read as one."""
     try:
         with open(path, encoding="utf-8") as f:
             config = yaml.safe_load(f) or {}
@@ -42,6 +40,15 @@ def config_argv(path: str, known: set[str]) -> list[str]:
         raise ValueError(f"--config {path}: {one_line(e)}") from e
     if not isinstance(config, dict):
         raise ValueError(f"{path} must hold a mapping of flag names to values")
+    return config
+
+
+def config_argv(path: str, known: set[str], config: dict | None = None) -> list[str]:
+    """A `--config FILE.yaml`'s keys (`config`, its mapping when already read) as command-line
+    flags; a FlagError for a key that is not one of `known`, a ValueError for a file that cannot
+    be read as a mapping. Relative paths in the CONFIG_RELATIVE keys are read from the config
+    file's folder."""
+    config = read_config(path) if config is None else config
     argv = []
     for key, value in config.items():
         flag = "--" + key.replace("-", "_")

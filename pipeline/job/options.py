@@ -1,19 +1,21 @@
 """The job's own flags, as a Beam PipelineOptions subclass; runner flags stay Beam's.
 
 `--config FILE.yaml` supplies flags as keys (underscored names); flags on the command line win.
-Unknown flags or keys are errors (Beam itself only warns and drops them).
+Unknown flags or keys are errors (Beam itself only warns and drops them). The job reads its own
+flags from `JobFlags` (flags.py, read once); Beam gets the whole argv, so its options (and a
+Dataflow job's) list the job's flags as before.
 """
 
 from __future__ import annotations
-
-import argparse
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.common.flags import beam_flags, check_beam_args
 from pipeline.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
 from pipeline.job.flag_values import config_argv
-from pipeline.job.flags import add_job_flags
+from pipeline.job.flags import JobArgv, add_job_flags, read_job_argv
+
+PROG = "beam-embed run"
 
 
 class EmbedOptions(PipelineOptions):
@@ -22,11 +24,23 @@ class EmbedOptions(PipelineOptions):
         add_job_flags(parser)
 
 
+def beam_options(job: JobArgv) -> PipelineOptions:
+    """The PipelineOptions of a run read by `read_job_argv`, refusing unknown flags and keys (a
+    FlagError) as a single parse by Beam's parser would: the config's keys first, then the
+    command line, then a value the job's parser refused."""
+    if job.plain:  # nothing in it but the job's flags: nothing for Beam to refuse
+        return PipelineOptions([*job.config_argv, *job.argv])
+    known = beam_flags()[1]
+    config = config_argv(job.config_path, known, job.config) if job.config_path else []
+    if job.flags is None:  # Beam's parser names an unknown flag or a bad value of its own first
+        check_beam_args([*config, *job.argv], {"--config"}, PROG)
+        raise job.error
+    beam_keys = {k: job.config[k] for k in job.beam_keys}
+    check_beam_args([*config_argv(job.config_path, known, beam_keys), *job.rest], {"--config"},
+                    PROG)
+    return PipelineOptions([*config, *job.argv])
+
+
 def parse(argv: list[str]) -> PipelineOptions:
     """argv (with an optional --config) -> PipelineOptions, refusing unknown flags."""
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--config")
-    pre_args, rest = pre.parse_known_args(argv)
-    if pre_args.config:
-        rest = config_argv(pre_args.config, beam_flags()[1]) + rest
-    return PipelineOptions(check_beam_args(rest, {"--config"}, "beam-embed run"))
+    return beam_options(read_job_argv(argv))

@@ -1,28 +1,32 @@
-"""The job's own flags read without Beam (pipeline/job/early.py): the values Beam's parser reads,
-the plain case told from everything else, and the warm-up it starts before Beam's import being
-the one the run then uses."""
+"""The job's own flags read once without Beam (pipeline/job/flags.py, early.py): the values
+Beam's parser reads, the plain case told from everything else, and the warm-up it starts before
+Beam's import being the one the run then uses."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 import pytest
 
 from models import warm_up
-from pipeline.job.early import own_flags, start_warm_up
-from pipeline.job.flags import add_job_flags
+from pipeline.job.early import start_warm_up
+from pipeline.job.flags import JobFlags, add_job_flags, read_job_argv
 from pipeline.job.options import EmbedOptions, parse
 from tests.job_helpers import parquet_rows, write_lines
 
 
-def _job_dests() -> list[str]:
-    parser = argparse.ArgumentParser(add_help=False)
-    add_job_flags(parser)
-    return [a.dest for a in parser._actions]
+def own_flags(argv):
+    """The job's flags in the plain case, else None (an unreadable --config included)."""
+    try:
+        job = read_job_argv(argv, tentative=True)
+    except ValueError:
+        return None
+    return job.flags if job.plain else None
 
 
-def test_own_flags_read_what_beams_parser_reads(tmp_path):
+def test_job_flags_read_what_beams_parser_reads(tmp_path):
     config = tmp_path / "job.yaml"
     config.write_text("pooling: [cls, mean]\nnormalize: false\nbatch_tokens: 4096\n"
                       "input: [a.txt, b.txt]\nclean: false\n")
@@ -30,11 +34,18 @@ def test_own_flags_read_what_beams_parser_reads(tmp_path):
             "--precision", "bf16", "--output", "out/x", "-v"]
     flags, beam = own_flags(argv), parse(argv).view_as(EmbedOptions)
     assert flags is not None
-    for dest in _job_dests():
-        assert getattr(flags, dest) == getattr(beam, dest), dest
+    for field in dataclasses.fields(JobFlags):
+        want = getattr(beam, field.name)
+        assert getattr(flags, field.name) == (tuple(want) if field.name == "input" else want)
     # the file's keys, the command line winning
     assert (flags.batch_tokens, flags.pooling, flags.input, flags.clean) == \
-        (2048, "cls,mean", ["a.txt", "b.txt"], False)
+        (2048, "cls,mean", ("a.txt", "b.txt"), False)
+
+
+def test_job_flags_are_every_flag_of_the_job():
+    parser = argparse.ArgumentParser(add_help=False)
+    add_job_flags(parser)
+    assert set(vars(parser.parse_args([]))) == {f.name for f in dataclasses.fields(JobFlags)}
 
 
 @pytest.mark.parametrize("argv", [
@@ -62,7 +73,7 @@ def test_the_early_warm_up_is_the_one_the_run_uses(fresh_export, loads, tmp_path
     argv = ["--input", corpus, "--model", fresh_export, "--output", out, "--progress_every", "0",
             "--precision", "bf16"]
     encoder = os.path.join(fresh_export, "encoder")
-    assert start_warm_up(argv)
+    assert start_warm_up(read_job_argv(argv))
     warm_up.wait(encoder, "bf16")
     assert loads == [encoder + "_bf16"]  # the warm-up's load, before Beam's parse ran
     assert main(argv) == 0
@@ -75,9 +86,9 @@ def test_a_run_that_will_be_refused_does_not_start_early(fresh_export, loads, tm
     out.mkdir()
     (out / "manifest.json").write_text("{}")  # a previous run, and no --overwrite
     argv = ["--model", fresh_export, "--output", str(out)]
-    assert not start_warm_up(argv)
+    assert not start_warm_up(read_job_argv(argv))
     assert loads == []
-    assert start_warm_up([*argv, "--overwrite"])  # replacing it: the model is needed
+    assert start_warm_up(read_job_argv([*argv, "--overwrite"]))  # replacing it: the model is needed
     warm_up.wait(os.path.join(fresh_export, "encoder"), "fp32")
     assert loads == [os.path.join(fresh_export, "encoder")]
 
@@ -85,6 +96,6 @@ def test_a_run_that_will_be_refused_does_not_start_early(fresh_export, loads, tm
 def test_a_bad_value_raises_what_the_full_parse_would(fresh_export, tmp_path):
     argv = ["--model", fresh_export, "--output", str(tmp_path / "o")]
     with pytest.raises(ValueError, match=r"unknown format 'csv'; expected one or more of"):
-        start_warm_up([*argv, "--format", "csv"])
+        start_warm_up(read_job_argv([*argv, "--format", "csv"]))
     with pytest.raises(ValueError, match=r"unknown pooling 'avg'"):
-        start_warm_up([*argv, "--pooling", "avg"])
+        start_warm_up(read_job_argv([*argv, "--pooling", "avg"]))
