@@ -31,6 +31,8 @@ RUNTIME = [
     "matplotlib==3.11.2",
 ]
 UMAP = ["umap-learn>=0.5"]  # `beam-embed pca --method umap` only (numba + llvmlite, ~60 MB)
+# The keras_hub encoder kind only (`--encoder` on a Hugging Face BERT folder, run by keras-hub).
+KERAS_HUB = ["keras-hub==0.32.0"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
 # Face's tokenizer).
@@ -45,7 +47,7 @@ setuptools.setup(
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
     install_requires=RUNTIME,
-    extras_require={"umap": UMAP, "dev": DEV},
+    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dev": DEV},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=pipeline.cli:entry"]},
 )

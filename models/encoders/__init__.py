@@ -129,6 +129,15 @@ KINDS = {
              "granularity": "a text-in embedder returns one vector per text, no token vectors",
              "layers": "a text-in embedder returns one vector per text, no layers",
              "precision": "a TF-Hub SavedModel computes in its own precision"}),
+    "keras_hub": EncoderKind(
+        "keras_hub", "models.encoders.keras_hub:KerasHubBertEncoder",
+        {k: POOLERS[k] for k in ("cls", "mean", "max")}, frozenset({"cls", "mean", "max"}),
+        token_level=False, min_seq_length=3,
+        recognized_by="a Hugging Face BERT folder: config.json (model_type bert) beside "
+                      "model.safetensors, read by keras-hub",
+        why={"granularity": "keras-hub's tokenizer gives no word offsets; export the folder "
+                            "with `beam-embed export-model` for token vectors",
+             "precision": "keras-hub's backbone runs in fp32 here"}),
 }
 
 
