@@ -1,6 +1,11 @@
-"""The names job flags take, in one module that imports nothing: `beam-embed run --help` lists
-them without loading Beam or numpy, and the readers, writers and manifest check against them."""
+"""The names job flags take, in one module that imports nothing heavy: `beam-embed run --help`
+lists them without loading Beam or numpy, and the readers, writers and manifest check against
+them."""
+
+from pipeline.common.output_formats import names
 
 INPUT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "tfrecord")  # job.formats.READERS
-FORMATS = ("parquet", "tfrecord")  # the job's writers (pipeline.job.sinks.WRITERS) by name
+# The output formats' names when the help is built; checks ask the registry when they check
+# (pipeline.common.output_formats), so a format registered later is accepted too.
+FORMATS = names()
 SPLIT_MODES = ("none", "sentences")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.choices import FORMATS
+from pipeline.common import output_formats
 from pipeline.common.errors import one_line
 
 MANIFEST = "manifest.json"
@@ -141,13 +141,17 @@ class EmbeddingSet:
                          f"expected one of {choices}")
 
     def shards(self, fmt: str | None) -> tuple[str, tuple[str, ...]]:
-        """(format, shard paths): `fmt`, or Parquet when listed, else TFRecord."""
-        listed = [f for f in FORMATS if self.files.get(f)]
+        """(format, shard paths) to read: `fmt`, else the first format with a reader that has
+        shards here, in registry order (Parquet, then TFRecord)."""
+        listed = [f for f in output_formats.readable() if self.files.get(f)]
         if fmt is None:
             if not listed:
                 raise ValueError(f"{self.manifest_path} lists no shards; expected files in one "
-                                 f"of {list(FORMATS)}")
+                                 f"of {output_formats.readable()}")
             fmt = listed[0]
+        if fmt not in listed and self.files.get(fmt):
+            raise ValueError(f"the {fmt} shards of {self.manifest_path} cannot be read here (no "
+                             f"reader for that format); expected one of {listed}")
         if fmt not in listed:
             raise ValueError(f"format {fmt!r} has no shards in {self.manifest_path}; "
                              f"expected one of {listed}")
@@ -175,7 +179,8 @@ def load_embedding_set(folder: str) -> EmbeddingSet:
         raise ValueError(f"{path} lists no poolings (a token-granularity run has one vector per "
                          "token, not per record)")
     files = {fmt: tuple(FileSystems.join(folder, name) for name in names)
-             for fmt, names in manifest.get("files", {}).items() if fmt in FORMATS}
+             for fmt, names in manifest.get("files", {}).items()
+             if fmt in output_formats.OUTPUT_FORMATS}
     return EmbeddingSet(folder=folder, model=dict(manifest["model"]), poolings=poolings,
                         metadata_columns=tuple(manifest.get("metadata_columns", [])),
                         has_text=bool(manifest.get("text_column", False)), files=files,
@@ -185,8 +190,10 @@ def load_embedding_set(folder: str) -> EmbeddingSet:
 
 
 def listed_files(paths, formats) -> dict:
-    """The manifest's `files` (shard names per format) and `errors_files`, from written paths."""
+    """The manifest's `files` (shard names per format, for each of the `formats` entries that
+    writes files, in their order) and `errors_files`, from written paths."""
     names = sorted(FileSystems.split(p)[1] for p in paths)
-    return {"files": {fmt: [n for n in names if n.endswith("." + fmt)] for fmt in FORMATS
-                      if fmt in formats},
+    shards = [n for n in names if n.startswith(f"{PREFIX}-")]
+    return {"files": {f.name: [n for n in shards if n.endswith(f.suffix)]
+                      for f in formats if f.writes_files},
             "errors_files": [n for n in names if n.startswith(ERRORS_PREFIX)]}

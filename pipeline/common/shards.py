@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.common.errors import IncompleteInput, one_line
+from pipeline.common.output_formats import output_format
 
 
 class DamagedFile(IncompleteInput):
@@ -136,9 +137,13 @@ def tfrecord_framed_records(path: str, size: int) -> int:
 
 
 def count_rows(path: str, fmt: str) -> int:
-    """Rows in one shard the job wrote (read back: the manifest's `rows`)."""
-    if fmt == "parquet":
-        return parquet_rows(path)
+    """Rows in one shard the job wrote (read back: the manifest's `rows`), by its format's
+    counter (pipeline.common.output_formats)."""
+    return output_format(fmt).count_rows(path)
+
+
+def tfrecord_rows(path: str) -> int:
+    """Records in one TFRecord shard: from its framing when uncompressed, else read back."""
     size = None if path.lower().endswith(".gz") else _size(path)
     if size is None:  # compressed (its framing is inside), or missing (tf.data says so)
         return sum(1 for _ in tfrecord_records(path))
@@ -146,18 +151,20 @@ def count_rows(path: str, fmt: str) -> int:
 
 
 def check_shards(es, fmt: str) -> tuple[str, ...]:
-    """`es`'s shards of `fmt`, checked: each exists; Parquet shards are readable and their rows
-    match the manifest's per file and in total. Raises IncompleteInput naming the first bad one."""
+    """`es`'s shards of `fmt`, checked: each exists; where rows are counted up front (Parquet's
+    footers) each shard is readable and its rows match the manifest's per file and in total.
+    Raises IncompleteInput naming the first bad one."""
     paths = es.files.get(fmt, ())
     listed = f"{es.manifest_path} lists it among the {len(paths)} {fmt} shards of that run"
     for path in paths:
         if not FileSystems.exists(path):
             raise IncompleteInput(f"{path} is missing: {listed}; restore it or rerun the job")
-    if fmt != "parquet":
+    entry = output_format(fmt)
+    if not entry.rows_up_front:  # checked as they are read (tfrecord_records)
         return tuple(paths)
     total = 0
     for path in paths:
-        n = parquet_rows(path)
+        n = entry.count_rows(path)
         expected = es.rows.get(_name(path))
         if expected is not None and n != expected:
             raise IncompleteInput(f"{path} holds {n} rows, but {es.manifest_path} counts "
@@ -165,7 +172,7 @@ def check_shards(es, fmt: str) -> tuple[str, ...]:
         total += n
     embedded = es.counts.get("embedded")
     if embedded is not None and total != embedded:
-        raise IncompleteInput(f"the Parquet shards listed in {es.manifest_path} hold {total} rows,"
+        raise IncompleteInput(f"the {entry.title} shards listed in {es.manifest_path} hold {total} rows,"
                               f" but it counts {embedded} embedded records; rerun the job")
     return tuple(paths)
 

@@ -12,10 +12,11 @@ import time
 import apache_beam as beam
 
 from pipeline.common.manifest import FORMAT_VERSION
+from pipeline.common.output_formats import output_format
 from pipeline.common.records import EMPTY, INCOMPLETE
 from pipeline.common.versions import installed_version
 from pipeline.job.embed import EmbedRecords
-from pipeline.job.sinks import WRITERS, OutputSchema, WriteDeadLetters, WriteManifest, count
+from pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
 from pipeline.job.sources import FindDuplicateIds, ReadCorpus
 from pipeline.job.token_sinks import TokenSchema
 
@@ -96,7 +97,7 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
         schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text, cfg.encoder.token_dtype)
     else:
         schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text)
-    written = [embedded["batches"] | f"Write{fmt.title()}" >> WRITERS[fmt](
+    written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).writer_class()(
         cfg.output, schema, cfg.num_shards, in_bundles=not spread) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output, not spread))

@@ -8,7 +8,8 @@ import os
 import yaml
 
 from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
-from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
+from pipeline.common import output_formats
+from pipeline.common.choices import INPUT_FORMATS, SPLIT_MODES
 from pipeline.common.errors import one_line
 from pipeline.common.flags import FlagError, hint
 
@@ -77,11 +78,11 @@ def config_argv(path: str, known: set[str], config: dict | None = None) -> list[
 
 def check_plain_flags(opts) -> tuple[str, ...]:
     """The checks that need neither the model nor TensorFlow; the output formats."""
-    formats = csv_values(opts.format)
-    bad = [f for f in formats if f not in FORMATS]
+    formats, known = csv_values(opts.format), output_formats.names()  # the registry, as it is now
+    bad = [f for f in formats if f not in known]
     if bad or not formats:
         raise ValueError(f"unknown format {(bad or [opts.format])[0]!r}; expected one or more of "
-                         f"{list(FORMATS)}")
+                         f"{list(known)}")
     check_choice("split", opts.split, SPLIT_MODES)
     if opts.input_format is not None:
         check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))

@@ -1,7 +1,8 @@
 """The job's outputs: Parquet and TFRecord shards with one schema, dead letters, the manifest.
 
 The schema is defined once (`OutputSchema`); both formats are written from whole inference
-batches (Arrow arrays built column-wise, no per-row dicts for Parquet).
+batches (Arrow arrays built column-wise, no per-row dicts for Parquet). The registry of output
+formats (pipeline.common.output_formats) names each format's writer here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
+from pipeline.common import output_formats
 from pipeline.common.bundle_write import WriteEachBundle, number_shards
 from pipeline.common.manifest import (
     ERRORS_PREFIX,
@@ -27,7 +29,6 @@ from pipeline.common.manifest import (
 )
 from pipeline.common.parquet_sink import ParquetBatchSink
 from pipeline.common.records import EmbeddedBatch
-from pipeline.common.shards import count_rows
 from pipeline.job.tfrecord_sink import (
     TFRecordBatchSink,
     bytes_feature,
@@ -226,8 +227,9 @@ def count(pcoll, label: str, sizes):
 
 
 class _WriteManifest(beam.DoFn):
-    def __init__(self, output: str, base: dict, names: tuple):
+    def __init__(self, output: str, base: dict, names: tuple, formats: tuple):
         self._output, self._base, self._names = output, base, names
+        self._formats = formats  # OutputFormat entries, looked up on the launcher
 
     def process(self, _, counts, files, extras=()):
         import time
@@ -237,10 +239,10 @@ class _WriteManifest(beam.DoFn):
         manifest["counts"] = dict.fromkeys(self._names, 0)
         for k, v in sorted(counts):
             manifest["counts"][k] = manifest["counts"].get(k, 0) + int(v)
-        manifest.update(listed_files(number_shards(files, SHARD_TEMPLATE), manifest["formats"]))
+        manifest.update(listed_files(number_shards(files, SHARD_TEMPLATE), self._formats))
         # each shard's rows, read back: readers check them (pipeline.common.shards)
-        manifest["rows"] = {name: count_rows(FileSystems.join(self._output, name), fmt)
-                            for fmt, names in manifest["files"].items() for name in names}
+        manifest["rows"] = {name: fmt.count_rows(FileSystems.join(self._output, name))
+                            for fmt in self._formats for name in manifest["files"].get(fmt.name, ())}
         manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["wall_time_s"] = round(time.time() - manifest.pop("started_unix"), 3)
         write_manifest(self._output, manifest)
@@ -263,6 +265,9 @@ class WriteManifest(beam.PTransform):
         super().__init__()
         self._output, self._base, self._names = output, base, names
         self._counts, self._written, self._extras = counts, written, extras
+        # in registry order, as the manifest lists them
+        self._formats = tuple(output_formats.OUTPUT_FORMATS[f] for f in output_formats.names()
+                              if f in base["formats"])
 
     def expand(self, pbegin):
         counts, written, p = self._counts, self._written, pbegin
@@ -272,10 +277,8 @@ class WriteManifest(beam.PTransform):
         extras = {} if self._extras is None else {"extras": beam.pvalue.AsList(self._extras)}
         return (p
                 | "Start" >> beam.Create([None])
-                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base, self._names),
+                | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base, self._names,
+                                                       self._formats),
                                         counts=beam.pvalue.AsList(totals),
                                         files=beam.pvalue.AsList(files), **extras))
 
-
-# The writer of each output format, by the names the manifest lists (common.manifest.FORMATS).
-WRITERS = {"parquet": WriteParquet, "tfrecord": WriteTFRecord}

@@ -18,6 +18,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.common.manifest import PoolingColumn
+from pipeline.common.output_formats import output_format
 from pipeline.common.prefetch import prefetched
 from pipeline.common.shards import tfrecord_records
 from pipeline.common.vectors import vector_matrix
@@ -119,16 +120,27 @@ class ReadEmbeddings(beam.PTransform):
 
     def expand(self, pbegin):
         files = pbegin | "ListShards" >> beam.Create(list(self.shards))
-        if self.fmt == "parquet":
-            return (files
-                    | "SplitRowGroups" >> beam.FlatMap(row_group_splits)
-                    | "SpreadSplits" >> beam.Reshuffle()
-                    | "ReadRowGroups" >> beam.ParDo(ReadRowGroups(
-                        list(self.columns) + [self.pooling.column])).with_output_types(pa.Table))
-        return (files
-                | "SpreadShards" >> beam.Reshuffle()
-                | "ReadTFRecord" >> beam.FlatMap(_shard_records, self.rows)
-                | "BatchExamples" >> beam.BatchElements(min_batch_size=TFRECORD_BATCH,
-                                                        max_batch_size=TFRECORD_BATCH)
-                | "ParseExamples" >> beam.Map(parse_examples, self.columns, self.pooling
-                                              ).with_output_types(pa.Table))
+        read = output_format(self.fmt).read_blocks()  # the format's reader, below
+        return read(files, self.columns, self.pooling, self.rows)
+
+
+def read_parquet_blocks(files, columns: tuple[str, ...], pooling: PoolingColumn, rows: dict):
+    """Shard paths -> one block per row group (the rows were checked against the manifest from
+    the footers before: pipeline.common.shards.check_shards)."""
+    return (files
+            | "SplitRowGroups" >> beam.FlatMap(row_group_splits)
+            | "SpreadSplits" >> beam.Reshuffle()
+            | "ReadRowGroups" >> beam.ParDo(ReadRowGroups(
+                list(columns) + [pooling.column])).with_output_types(pa.Table))
+
+
+def read_tfrecord_blocks(files, columns: tuple[str, ...], pooling: PoolingColumn, rows: dict):
+    """Shard paths -> blocks of TFRECORD_BATCH parsed records, each shard checked against its
+    manifest row count as it is read."""
+    return (files
+            | "SpreadShards" >> beam.Reshuffle()
+            | "ReadTFRecord" >> beam.FlatMap(_shard_records, rows)
+            | "BatchExamples" >> beam.BatchElements(min_batch_size=TFRECORD_BATCH,
+                                                    max_batch_size=TFRECORD_BATCH)
+            | "ParseExamples" >> beam.Map(parse_examples, columns, pooling
+                                          ).with_output_types(pa.Table))

@@ -27,6 +27,7 @@ from pipeline.common.manifest import (
     make_folder,
     write_manifest,
 )
+from pipeline.common.output_formats import output_format
 from pipeline.common.quiet import import_tensorflow
 from pipeline.common.runners import runner_for
 from pipeline.common.shards import check_shards
@@ -239,8 +240,8 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
     folder, as for `run`: under the folder's claim, everything is written into the job's
     staging folder and swapped in once complete; a job that fails leaves the previous one as
     it was, and only the files a manifest lists are ever replaced."""
-    if plan.fmt == "tfrecord":
-        import_tensorflow()  # TFRecord shards are parsed with TensorFlow: load it quietly
+    if output_format(plan.fmt).tensorflow:
+        import_tensorflow()  # e.g. TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
     with claim_output(plan.output, plan.overwrite, command, options=options) as claim:
         try:  # checked again under the claim: a job may have finished there since

@@ -8,9 +8,14 @@ import dataclasses
 
 from models.spec import fingerprint
 from pipeline.common.manifest import PoolingColumn, load_embedding_set
+from pipeline.common.output_formats import output_format
 from pipeline.common.shards import check_shards
 from pipeline.search.index import building, index_blocks, open_index
 from pipeline.search.scan import parquet_blocks
+
+# The one format search reads: it scans one vector column at a time straight from the shards
+# (pipeline.search.scan), which only a columnar format allows.
+FORMAT = "parquet"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +33,12 @@ class Corpus:
 def load_corpus(folder: str, pooling: str | None) -> Corpus:
     found = load_embedding_set(folder)
     chosen = found.pooling(pooling)
-    if not found.files.get("parquet"):
-        raise ValueError(f"{found.manifest_path} lists no Parquet shards (formats "
-                         f"{sorted(found.files)}); search reads Parquet: rerun the job with "
-                         "--format parquet")
-    shards = check_shards(found, "parquet")  # each there and whole, rows adding up
+    title = output_format(FORMAT).title
+    if not found.files.get(FORMAT):
+        raise ValueError(f"{found.manifest_path} lists no {title} shards (formats "
+                         f"{sorted(found.files)}); search reads {title}: rerun the job with "
+                         f"--format {FORMAT}")
+    shards = check_shards(found, FORMAT)  # each there and whole, rows adding up
     return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at)
 
 
