@@ -12,6 +12,7 @@ from importlib.metadata import version
 import pytest
 
 from pipeline.cli import COMMANDS, main
+from pipeline.common.private_apis import option_strings
 
 HEAVY = ("apache_beam", "tensorflow", "numpy", "pyarrow")
 # Each help runs in a fresh interpreter and prints the heavy packages it loaded and its text.
@@ -44,7 +45,7 @@ def _options(command: str) -> set[str]:
         parser = help_parser()
     else:
         parser = importlib.import_module(COMMANDS[command][0]).parser()
-    strings = {s for a in parser._actions for s in a.option_strings}
+    strings = option_strings(parser)
     return {s for s in strings if not ("_" in s[2:] and s.replace("_", "-") in strings)}
 
 

@@ -4,10 +4,11 @@ output folder and the staging a run is swapped in from (claim.py, claim_stores.p
 the checks readers make on the manifest's shards (shards.py), errors as one line and the exit
 codes (errors.py, exits.py), how every command parses its flags (flags.py) and the choices they
 list (choices.py), the tool's log lines and the libraries' silence (quiet.py), which Beam runner
-a local run gets, the Parquet sink both the job and pca write with (parquet_sink.py), and the
-sample corpus.
+a local run gets, the Parquet sink both the job and pca write with (parquet_sink.py), the
+private APIs of Beam, argparse and atexit the project relies on, each under a public name and
+tested (private_apis.py), and the sample corpus.
 
-May import: models, Beam, pyarrow, numpy (flags.py, choices.py, quiet.py, errors.py and
-exits.py import none of them at module level: --help needs them light). Never a command package
+May import: models, Beam, pyarrow, numpy (flags.py, private_apis.py, choices.py, quiet.py,
+errors.py and exits.py import none of them at module level: --help needs them light). Never a command package
 (pipeline.job, pipeline.pca, ...) nor pipeline.dataflow; TensorFlow only inside functions.
 """

@@ -77,11 +77,9 @@ def exit_now(code: int | None) -> NoReturn:
     autograph for one removes the modules it generated in the temp folder (33 files an
     `export-model` left behind without them). Then log handlers and stdout/stderr are flushed,
     so no line is lost."""
-    import atexit
+    from pipeline.common.private_apis import run_atexit_handlers
 
-    run_handlers = getattr(atexit, "_run_exitfuncs", None)  # what a normal exit calls
-    if run_handlers is not None:
-        run_handlers()
+    run_atexit_handlers()  # what a normal exit calls
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

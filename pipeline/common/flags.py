@@ -12,6 +12,14 @@ from __future__ import annotations
 import argparse
 import difflib
 
+from pipeline.common.private_apis import (
+    HelpFormatterHooks,
+    add_beam_options,
+    add_option_string,
+    beam_argument_parser,
+    option_strings,
+)
+
 VERBOSE_HELP = "show library log lines and full tracebacks (or set BEAM_EMBED_VERBOSE=1)"
 SPELLING_NOTE = "Flags take either spelling: --some-flag or --some_flag."
 
@@ -44,20 +52,15 @@ def unknown_flag(bad: str, known, prog: str) -> FlagError:
                      (hint(bad, known) or f"; see `{prog} --help`"))
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+class HelpFormatter(HelpFormatterHooks):
     """One spelling per flag in the help (the dashed one), and each default that says
     something shown after the help text."""
 
-    def _format_action_invocation(self, action):
+    def shown_option_strings(self, action):
         strings = action.option_strings
-        shown = [s for s in strings if not (twin(s) in strings and "_" in s[2:])]
-        if shown != strings:
-            action = argparse.Action(shown, action.dest, action.nargs, action.const,
-                                     action.default, action.type, action.choices,
-                                     action.required, action.help, action.metavar)
-        return super()._format_action_invocation(action)
+        return [s for s in strings if not (twin(s) in strings and "_" in s[2:])]
 
-    def _get_help_string(self, action):
+    def help_text(self, action):
         text = action.help or ""
         default = action.default
         if ("default" in text or default is None or default is False or default in ([], "")
@@ -80,16 +83,15 @@ class CommandParser(argparse.ArgumentParser):
         action = super().add_argument(*names, **kwargs)
         for flag in list(action.option_strings):  # --no-x of a BooleanOptionalAction included
             other = twin(flag)
-            if other and other not in self._option_string_actions:
-                action.option_strings.append(other)
-                self._option_string_actions[other] = action
+            if other:
+                add_option_string(self, action, other)
         return action
 
     def error(self, message):
         raise FlagError(message)
 
     def known_flags(self) -> set[str]:
-        return {s for a in self._actions for s in a.option_strings}
+        return option_strings(self)
 
     def parse(self, argv, passthrough: bool = False):
         args, rest = self.parse_known_args(argv)
@@ -106,9 +108,9 @@ class CommandParser(argparse.ArgumentParser):
 def beam_flags():
     """(Beam's argument parser with every PipelineOptions subclass imported so far, its flags).
     Imports Beam."""
-    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+    from apache_beam.options.pipeline_options import PipelineOptions
 
-    class Parser(_BeamArgumentParser):
+    class Parser(beam_argument_parser()):
         def error(self, message):  # a bad value: one line, not usage + exit
             raise FlagError(message)
 
@@ -117,8 +119,8 @@ def beam_flags():
     for cls in PipelineOptions.__subclasses__():
         seen.setdefault(str(cls), cls)
     for cls in seen.values():
-        cls._add_argparse_args(parser)
-    return parser, {o for a in parser._actions for o in a.option_strings}
+        add_beam_options(cls, parser)
+    return parser, option_strings(parser)
 
 
 def check_beam_args(rest: list[str], own: set[str], prog: str) -> list[str]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipeline.common.private_apis import prefix_worker_command_lines, set_state_sampling_period
 
 # Beam's state sampler times each step of a bundle from its own thread, which sleeps in steps
 # that grow to 200 ms, and every bundle's end joins that thread: a local run's long bundle
@@ -17,15 +17,7 @@ SAMPLING_PERIOD_MS = 20
 def shorten_state_sampling() -> bool:
     """Makes the state samplers this process's bundles create sample every SAMPLING_PERIOD_MS;
     False (nothing changed) when Beam's sampler no longer has the default this expects."""
-    from apache_beam.runners.worker import statesampler
-
-    init = statesampler.StateSampler.__init__
-    if init.__defaults__ == (SAMPLING_PERIOD_MS,):
-        return True
-    if init.__defaults__ != (statesampler.DEFAULT_SAMPLING_PERIOD_MS,):
-        return False
-    init.__defaults__ = (SAMPLING_PERIOD_MS,)
-    return True
+    return set_state_sampling_period(SAMPLING_PERIOD_MS)
 
 
 IGNORE_SIGINT = "trap '' INT; "  # sh: SIGINT ignored, and an ignored signal stays so in exec
@@ -38,25 +30,7 @@ def workers_leave_ctrl_c_to_the_launcher() -> bool:
     the launcher stops the run anyway (closing a worker's control stream ends it). Beam starts
     each worker through `sh -c` (SubprocessSdkWorker.run), so the shell sets SIGINT ignored
     before the worker's Python starts, and Python keeps a signal it finds ignored."""
-    from apache_beam.runners.portability import local_job_service
-
-    worker = local_job_service.SubprocessSdkWorker
-    if getattr(worker.run, "ignores_sigint", False):
-        return True
-    if "_worker_command_line" not in worker.__init__.__code__.co_names:  # where run reads it
-        return False
-    start = worker.run
-
-    @functools.wraps(start)
-    def run(self):
-        line = self._worker_command_line
-        if isinstance(line, str) and not line.startswith(IGNORE_SIGINT):
-            self._worker_command_line = IGNORE_SIGINT + line
-        return start(self)
-
-    run.ignores_sigint = True
-    worker.run = run
-    return True
+    return prefix_worker_command_lines(IGNORE_SIGINT)
 
 
 def runner_for(options: PipelineOptions):

@@ -33,9 +33,10 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.dataflow.internal import apiclient
-from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE, Stager
+from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 
 from pipeline.common.log import is_verbose
+from pipeline.common.private_apis import dataflow_environment_major_version, is_remote_path
 from pipeline.common.quiet import stderr_held
 from pipeline.common.runners import runner_for
 
@@ -52,7 +53,7 @@ class OfflineClient(apiclient.DataflowApplicationClient):
         self.google_cloud_options = options.view_as(GoogleCloudOptions)
         self._enable_caching = False  # the cache lookup is a GCS exists() call
         self._root_staging_location = root_staging_location
-        self.environment_version = apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION
+        self.environment_version = dataflow_environment_major_version()
         self._sdk_image_overrides = self._get_sdk_image_overrides(options)
         self.staged: list[dict] = []
 
@@ -97,7 +98,7 @@ def require(options: PipelineOptions) -> list[str]:
     if setup.prebuild_sdk_container_engine:
         raise ValueError(f"--prebuild_sdk_container_engine {setup.prebuild_sdk_container_engine!r}"
                          " builds and pushes an image; build docker/Dockerfile instead")
-    if setup.sdk_location and Stager._is_remote_path(setup.sdk_location):
+    if setup.sdk_location and is_remote_path(setup.sdk_location):
         raise ValueError(f"--sdk_location {setup.sdk_location!r} would be downloaded; a dry run "
                          "accepts 'default', 'container' or a local file")
     notes = []

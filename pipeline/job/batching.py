@@ -12,7 +12,8 @@ batch for the next window; what is left is cut at the end of the bundle as befor
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.transforms.util import _SortAndBatchElementsDoFn
+
+from pipeline.common.private_apis import sort_and_batch_dofn
 
 # Records sorted together, as a multiple of the batch size: each window spans the corpus's length
 # mix many batches over, so batches stay near-uniform in length (benchmark corpus, 20,000
@@ -26,7 +27,7 @@ WINDOW_BATCHES = 32
 FIRST_WINDOW_BATCHES = 4
 
 
-class _WindowedSortAndBatchDoFn(_SortAndBatchElementsDoFn):
+class _WindowedSortAndBatchDoFn(sort_and_batch_dofn()):
     def __init__(self, min_batch_size, max_batch_size, max_batch_weight, element_size_fn,
                  window: int, first_window: int | None = None):
         super().__init__(min_batch_size, max_batch_size, max_batch_weight, element_size_fn)
