@@ -160,11 +160,11 @@ def run(options, cfg, files, widths) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from pipeline.common import startup_gc
+    from pipeline.common.lean_process import resume_collector
     from pipeline.common.runners import runner_for
     from pipeline.job.build import build_pipeline
 
-    startup_gc.resume()
+    resume_collector()
 
     direct = options.view_as(DirectOptions)
     workers = direct.direct_num_workers or 1

@@ -28,12 +28,11 @@ _entry: list[tuple[tuple[str, ...], JobArgv]] = []  # the process entry's argv, 
 
 def job_process(argv: list[str]) -> None:
     """Set-up of a process that exists to run the job (`python -m pipeline.run`, `beam-embed
-    run`), given the job's arguments: it reads them once (`main` takes that reading), refuses
-    the imports a job never uses, those of other runners too when argv is a local run
-    (pipeline.common.lean_process), and holds the garbage collector off until the run starts
-    (pipeline.common.startup_gc)."""
-    from pipeline.common import startup_gc
-    from pipeline.common.lean_process import refuse_unused_imports
+    run`), given the job's arguments: it reads them once (`main` takes that reading), and tunes
+    the process (pipeline.common.lean_process): the imports a job never uses refused, those of
+    other runners too when argv is a local run, the garbage collector held off until the run
+    starts."""
+    from pipeline.common.lean_process import start_job_process
 
     try:
         job = read_job_argv(argv, tentative=True)
@@ -41,8 +40,7 @@ def job_process(argv: list[str]) -> None:
         job = None
     else:
         _entry[:] = [(tuple(argv), job)]
-    refuse_unused_imports(local=job is not None and job.plain)
-    startup_gc.pause()
+    start_job_process(local=job is not None and job.plain)
 
 
 def job_argv(argv: list[str]) -> JobArgv:
