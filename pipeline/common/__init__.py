@@ -9,6 +9,7 @@ private APIs of Beam, argparse and atexit the project relies on, each under a pu
 tested (private_apis.py), and the sample corpus.
 
 May import: models, Beam, pyarrow, numpy (flags.py, private_apis.py, choices.py, quiet.py,
-errors.py and exits.py import none of them at module level: --help needs them light). Never a command package
-(pipeline.job, pipeline.pca, ...) nor pipeline.dataflow; TensorFlow only inside functions.
+errors.py and exits.py import none of them at module level: --help needs them light). Never a
+command package (pipeline.job, its dataflow/ included, pipeline.pca, ...); TensorFlow only
+inside functions.
 """

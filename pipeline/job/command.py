@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         options = beam_options(job)
-        from pipeline.dataflow.options import dry_run_requested
+        from pipeline.job.dataflow.options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
             from pipeline.job.dry_run import dry_run

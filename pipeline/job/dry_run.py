@@ -8,8 +8,9 @@ the launcher and a dry run does instead:
   assumed, `--pooling` and `--normalize` must be given, widths are left unknown (0); a local
   model is loaded once, as in a real run, which checks it and learns the widths;
 - remote input patterns are not matched (local ones are); the output is not touched;
-- Dataflow's job is built by `pipeline.dataflow.offline` from Beam's own pieces;
-- the staged sdist is checked to hold every module the steps import (`pipeline.dataflow.shipping`).
+- Dataflow's job is built by `pipeline.job.dataflow.offline` from Beam's own pieces;
+- the staged sdist is checked to hold every module the steps import
+  (`pipeline.job.dataflow.shipping`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 
 from models.hub_loader import is_remote
 from pipeline.common.log import log
-from pipeline.dataflow import shipping
-from pipeline.dataflow.checks import launch_warnings
-from pipeline.dataflow.describe import describe
-from pipeline.dataflow.offline import build_job, is_dataflow, require
-from pipeline.dataflow.options import DryRunOptions
 from pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
 from pipeline.job.config import configure
+from pipeline.job.dataflow import shipping
+from pipeline.job.dataflow.checks import launch_warnings
+from pipeline.job.dataflow.describe import describe
+from pipeline.job.dataflow.offline import build_job, is_dataflow, require
+from pipeline.job.dataflow.options import DryRunOptions
 from pipeline.job.flags import JobFlags
 from pipeline.job.sources import expand_inputs
 

@@ -15,7 +15,7 @@ import dataclasses
 from models.choices import LONG_TEXT_MODES
 from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
 from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, HelpFormatter
-from pipeline.dataflow.flags import add_dry_run_flags
+from pipeline.job.dataflow.flags import add_dry_run_flags
 
 BEAM_NOTE = """\
 Beam's own options pass through: --runner, --direct_num_workers=2

@@ -125,7 +125,7 @@ def test_dataflow_client_pieces_the_offline_client_sets():
     source = inspect.getsource(apiclient.DataflowApplicationClient.__init__)
     for name in ("standard_options", "google_cloud_options", "_enable_caching",
                  "_root_staging_location", "environment_version", "_sdk_image_overrides"):
-        assert f"self.{name}" in source, name  # what pipeline/dataflow/offline.py sets itself
+        assert f"self.{name}" in source, name  # what pipeline/job/dataflow/offline.py sets
     assert callable(apiclient.DataflowApplicationClient._get_sdk_image_overrides)
 
 

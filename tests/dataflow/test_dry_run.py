@@ -20,8 +20,8 @@ import yaml
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipeline.job.dry_run as dataflow
-from pipeline.dataflow.options import dry_run_requested
 from pipeline.job.command import main
+from pipeline.job.dataflow.options import dry_run_requested
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 

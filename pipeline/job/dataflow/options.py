@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from pipeline.dataflow.flags import add_dry_run_flags
+from pipeline.job.dataflow.flags import add_dry_run_flags
 
 TRUE_WORDS = ("1", "true", "yes")
 

@@ -10,7 +10,7 @@ from apache_beam.options.pipeline_options import (
 )
 
 from models.hub_loader import is_remote
-from pipeline.dataflow.describe import ONE_SDK_PROCESS, accelerator
+from pipeline.job.dataflow.describe import ONE_SDK_PROCESS, accelerator
 
 
 def launch_warnings(options, model_handle: str, output: str, inputs) -> list[str]:
