@@ -298,7 +298,6 @@ def worker_profile(args) -> dict:
     """One encoder call per precision at rows x seq under TensorFlow's profiler, per op type,
     and TF's MatMul + bias rate at the same rows in the same process."""
     import numpy as np
-    import tensorflow as tf
     from op_profile import encoder_flops, matmul_rate, op_profile
 
     sys.path.insert(0, REPO)
@@ -308,10 +307,10 @@ def worker_profile(args) -> dict:
                              os.path.join(args.model, "preprocessor"), MAX_SEQ_LENGTH)
     dims = _dims(encoder, args.model)
     pieces = encoder.tokenize(_read_corpus(args.corpus))
-    lengths = pieces.row_lengths().numpy()
+    lengths = pieces.lengths
     # the corpus's texts nearest the profiled length: the job's padding, not the worst case
     order = np.argsort(np.abs(lengths + 2 - args.seq), kind="stable")[:args.rows]
-    packed = encoder.pack(tf.gather(pieces, order)[:, :args.seq - 2], args.seq, args.rows)
+    packed = encoder.pack(pieces.take(order).truncated(args.seq - 2), args.seq, args.rows)
     flops = encoder_flops(args.rows, args.seq, **dims)
     out = {}
     for precision in args.precisions.split(","):

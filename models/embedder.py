@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from models.choices import LONG_TEXT_MODES
+from models.encoder import Units
 from models.pooling import EncoderOutput, Pooling, l2_normalize
 
 
@@ -99,17 +100,17 @@ class Embedder:
     def _pool(self, out: EncoderOutput) -> dict[str, np.ndarray]:
         return {p.column: np.asarray(p(out), np.float32) for p in self.poolings}
 
-    def _encode(self, rows: tf.RaggedTensor) -> dict[str, np.ndarray]:
+    def _encode(self, rows: Units) -> dict[str, np.ndarray]:
         """Pooled vectors of `rows`, in encoder calls grouped by the encoder's plan (BERT: rows of
         similar exact length, each group packed to its own length) when it has one."""
         if not self.encoder.plans:
             return self._encode_group(rows)
-        lengths = rows.row_lengths().numpy()
+        lengths = rows.lengths
         groups = self.encoder.plan(lengths, self._lanes)  # [(row indices, shape to run them in)]
         if len(groups) == 1:
             return self._encode_group(rows, groups[0][1])
         groups.sort(key=lambda g: -g[1][0] * g[1][1])  # costliest first: lanes finish together
-        parts = [(tf.gather(rows, index), shape) for index, shape in groups]
+        parts = [(rows.take(index), shape) for index, shape in groups]
         if self._lanes > 1:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._lanes, thread_name_prefix="encoder")
@@ -124,7 +125,7 @@ class Embedder:
                 pooled[column][index] = v
         return pooled
 
-    def _encode_group(self, rows: tf.RaggedTensor, shape=None) -> dict[str, np.ndarray]:
+    def _encode_group(self, rows: Units, shape=None) -> dict[str, np.ndarray]:
         layers = {}
         out = (self.encoder.encode(rows, self._layers) if shape is None else
                self.encoder.encode(rows, self._layers, shape))
@@ -136,7 +137,7 @@ class Embedder:
 
     def embed(self, texts: list[str]) -> Embedded:
         pieces = self.encoder.tokenize(texts)
-        lengths = pieces.row_lengths().numpy()
+        lengths = pieces.lengths
         num_tokens = (lengths + self._specials).astype(np.int32)
         truncated = (lengths > self._room if self._room is not None
                      else np.zeros(len(lengths), bool))
@@ -144,22 +145,21 @@ class Embedder:
             vectors = self._embed_chunked(pieces, truncated)
             truncated = np.zeros_like(truncated)
         else:
-            vectors = self._encode(pieces if self._room is None else pieces[:, :self._room])
+            vectors = self._encode(pieces if self._room is None else pieces.truncated(self._room))
         if self.normalize:
             vectors = {k: l2_normalize(v) for k, v in vectors.items()}
         return Embedded(vectors=vectors, num_tokens=num_tokens, truncated=truncated)
 
-    def _embed_chunked(self, pieces: tf.RaggedTensor, long_rows: np.ndarray) -> dict:
+    def _embed_chunked(self, pieces: Units, long_rows: np.ndarray) -> dict:
         """Long rows become overlapping windows; their vectors are averaged, weighted by the
         number of tokens in each window."""
         rows, owner, weight = [], [], []
-        for i, row in enumerate(pieces.numpy()):
+        for i, row in enumerate(pieces.rows()):
             parts = _windows(row, self._room, self._stride) if long_rows[i] else [row]
             rows += parts
             owner += [i] * len(parts)
             weight += [len(p) + self._specials for p in parts]
-        windows = self._encode(tf.RaggedTensor.from_row_lengths(
-            np.concatenate(rows), [len(r) for r in rows]))
+        windows = self._encode(Units.from_rows(rows))
         owner, weight = np.asarray(owner), np.asarray(weight, np.float64)
         combined = {}
         for column, v in windows.items():

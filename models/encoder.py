@@ -20,6 +20,62 @@ import numpy as np
 from models.pooling import EncoderOutput
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Units:
+    """A batch's token units in numpy, flat: what `tokenize` returns and `encode` reads, so the
+    embedder slices, regroups and truncates rows without TensorFlow ops. Row i is
+    `values[splits[i]:splits[i + 1]]`; values are int32 ids (WordPieces) or bytes (words)."""
+
+    values: np.ndarray  # [all units of all rows]
+    lengths: np.ndarray  # [rows] int64
+
+    @classmethod
+    def of(cls, ragged) -> Units:
+        """From a [batch, units] tf.RaggedTensor, as the encoders' tokenizers give them."""
+        return cls(ragged.flat_values.numpy(), ragged.row_lengths().numpy())
+
+    @classmethod
+    def from_rows(cls, rows: list[np.ndarray]) -> Units:
+        lengths = np.array([len(r) for r in rows], np.int64)
+        return cls(np.concatenate(rows) if rows else np.zeros(0, np.int32), lengths)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def splits(self) -> np.ndarray:
+        """[rows + 1]: where each row starts in `values`, then the end."""
+        return np.concatenate([np.zeros(1, np.int64), np.cumsum(self.lengths)])
+
+    def _columns(self) -> np.ndarray:
+        """Each value's position in its row."""
+        return np.arange(len(self.values)) - np.repeat(self.splits[:-1], self.lengths)
+
+    def rows(self) -> list[np.ndarray]:
+        return np.split(self.values, self.splits[1:-1]) if len(self) else []
+
+    def take(self, index: np.ndarray) -> Units:
+        """The rows at `index`, in that order."""
+        lengths = self.lengths[index]
+        starts = np.repeat(self.splits[:-1][index], lengths)
+        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return Units(self.values[starts + within], lengths)
+
+    def truncated(self, length: int) -> Units:
+        """Each row's first `length` units."""
+        if not len(self) or self.lengths.max() <= length:
+            return self
+        return Units(self.values[self._columns() < length], np.minimum(self.lengths, length))
+
+    def padded(self, length: int, fill) -> np.ndarray:
+        """[rows, length]: each row's first `length` units, then `fill`."""
+        out = np.full((len(self), length), fill, dtype=self.values.dtype)
+        row, col = np.repeat(np.arange(len(self)), self.lengths), self._columns()
+        keep = col < length
+        out[row[keep], col[keep]] = self.values[keep]
+        return out
+
+
 @dataclasses.dataclass(frozen=True)
 class WordPieces:
     """A WordPiece vocabulary and the object whose `tokenize(strings)` returns ragged ids
@@ -92,8 +148,8 @@ class Encoder(abc.ABC):
                          "BERT-family models")
 
     @abc.abstractmethod
-    def tokenize(self, texts: list[str]):
-        """A ragged [batch, units] tensor, special tokens not included."""
+    def tokenize(self, texts: list[str]) -> Units:
+        """Each text's units, special tokens not included."""
 
     @abc.abstractmethod
     def tokenize_with_offsets(self, texts: list[str]):
@@ -101,10 +157,11 @@ class Encoder(abc.ABC):
         word in the original text. Token granularity needs it."""
 
     @abc.abstractmethod
-    def encode(self, units, layers: tuple, shape: tuple[int, int] | None = None
+    def encode(self, units: Units, layers: tuple, shape: tuple[int, int] | None = None
                ) -> EncoderOutput:
-        """Runs the model on already-short-enough rows; `layers` names the layers the caller
-        reads, `shape` (rows, length) is one `plan` chose."""
+        """Runs the model on already-short-enough rows (TensorFlow tensors are made here);
+        `layers` names the layers the caller reads, `shape` (rows, length) is one `plan`
+        chose."""
 
     def plan(self, lengths: np.ndarray, min_groups: int = 1) -> list[tuple[np.ndarray, tuple]]:
         """[(row indices, (rows, length) shape)]: how to split one batch into encoder calls.

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from models.choices import TOKEN_DTYPES, TOKEN_UNITS
+from models.encoder import Units
 from models.encoders import encoder_kind
 
 
@@ -60,7 +61,7 @@ class TokenEmbedder:
         nested = pieces.ragged_rank == 2  # BERT: [batch, words, pieces]; ELMo: [batch, words]
         flat = pieces.merge_dims(1, 2) if nested else pieces
         lengths = flat.row_lengths().numpy()
-        out = self.encoder.encode(flat[:, :self._room],
+        out = self.encoder.encode(Units.of(flat).truncated(self._room),
                                   (self.layer,) if isinstance(self.layer, int) else ())
         layer = out.layers[self.layer]
         result = TokenVectors([], [], [], [], (lengths + self.encoder.special_tokens)

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from models import cpu
 from models.choices import PRECISIONS
-from models.encoder import Encoder, WordPieces
+from models.encoder import Encoder, Units, WordPieces
 from models.export_format import METADATA_FILE, precision_folder
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
@@ -141,7 +141,7 @@ class HubBertEncoder(Encoder):
         self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
         self._fits: dict[tuple[int, int], tuple[int, int] | None] = {}
         self._cls, self._sep, self._pad = self._special_ids()
-        probe = self._run(tf.ragged.constant([[1, 2]], dtype=tf.int32), PROBE_LENGTH)
+        probe = self._run(Units(np.array([1, 2], np.int32), np.array([2])), PROBE_LENGTH)
         self.num_layers = len(probe["encoder_outputs"])
         self.width = int(probe["sequence_output"].shape[-1])
 
@@ -176,10 +176,10 @@ class HubBertEncoder(Encoder):
             vocab = tuple(line.rstrip("\n") for line in f)
         return WordPieces(vocab, load_once(spec.preprocessor))
 
-    def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
-        """WordPiece ids per text, [batch, pieces], without [CLS]/[SEP]."""
+    def tokenize(self, texts: list[str]) -> Units:
+        """WordPiece ids per text, without [CLS]/[SEP]."""
         tokens = self._preprocessor.tokenize(tf.constant(texts, dtype=tf.string))
-        return tokens.merge_dims(-2, -1) if tokens.ragged_rank == 2 else tokens
+        return Units.of(tokens.merge_dims(-2, -1) if tokens.ragged_rank == 2 else tokens)
 
     def tokenize_with_offsets(self, texts: list[str]):
         """Pieces [batch, words, pieces] with each word's byte span in the original text."""
@@ -209,15 +209,15 @@ class HubBertEncoder(Encoder):
         cls, _, sep, pad = ids["input_word_ids"].numpy()[0].tolist()
         return cls, sep, pad
 
-    def pack(self, pieces: tf.RaggedTensor, seq_length: int,
+    def pack(self, pieces: Units, seq_length: int,
              rows: int | None = None) -> dict[str, np.ndarray]:
         """`bert_pack_inputs([pieces], seq_length)` for one segment, in numpy: [CLS] pieces
         [SEP], padded; `rows` > the number of texts adds empty texts ([CLS] [SEP]) after them.
         (The restored packer costs ~180 ms the first time it sees each new number of rows,
         which the job's varying batch sizes keep hitting.)"""
-        values = pieces.flat_values.numpy().astype(np.int32)
-        splits = pieces.row_splits.numpy()
-        lengths = np.diff(splits)
+        values = pieces.values.astype(np.int32, copy=False)
+        splits = pieces.splits
+        lengths = pieces.lengths
         if rows is not None and rows > len(lengths):
             lengths = np.concatenate([lengths, np.zeros(rows - len(lengths), lengths.dtype)])
             splits = np.concatenate([splits, np.full(rows - len(splits) + 1, splits[-1])])
@@ -234,7 +234,7 @@ class HubBertEncoder(Encoder):
         return {"input_word_ids": ids, "input_mask": mask.astype(np.int32),
                 "input_type_ids": np.zeros_like(ids)}
 
-    def _run(self, pieces: tf.RaggedTensor, seq_length: int, rows: int | None = None) -> dict:
+    def _run(self, pieces: Units, seq_length: int, rows: int | None = None) -> dict:
         packed = self.pack(pieces, seq_length, rows)
         return {**self._forward(packed), "input_mask": packed["input_mask"]}
 
@@ -295,12 +295,12 @@ class HubBertEncoder(Encoder):
             j = i
         return groups[::-1]
 
-    def encode(self, pieces: tf.RaggedTensor, layers: tuple[int, ...],
+    def encode(self, pieces: Units, layers: tuple[int, ...],
                shape: tuple[int, int] | None = None) -> EncoderOutput:
         """Runs the encoder on already-tokenized, already-short-enough rows; in `shape` (rows,
         length; from `plan`) when given, else packed to their own (bucketed) longest length."""
-        rows = int(pieces.nrows())
-        longest = int(tf.reduce_max(pieces.row_lengths())) if rows else 0
+        rows = len(pieces)
+        longest = int(pieces.lengths.max()) if rows else 0
         run_rows, seq_length = shape or (rows, self._length(longest))
         if run_rows < rows or seq_length < min(longest + SPECIAL_TOKENS_PER_TEXT,
                                                self.max_seq_length):

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from models.encoder import Encoder
+from models.encoder import Encoder, Units
 from models.encoders import ELMO_SIGNATURES as SIGNATURES
 from models.encoders.bert import bucket_length
 from models.hub_loader import HandleError, is_remote, load_once
@@ -46,7 +46,7 @@ class HubElmoEncoder(Encoder):
         self._module = module
         self._signature = signature
         self.max_seq_length = max_seq_length
-        probe = self._run(tf.ragged.constant([["probe", "."]]), 2)
+        probe = self._run(Units(np.array([b"probe", b"."], object), np.array([2])), 2)
         self.num_layers = len(ELMO_OUTPUTS)
         self.width = int(probe["elmo"].shape[-1])
 
@@ -62,9 +62,9 @@ class HubElmoEncoder(Encoder):
             return None
         return {} if "sequence_len" in graph.signatures["tokens"].inputs else None
 
-    def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
-        """Words per text, [batch, words] strings."""
-        return self.tokenize_with_offsets(texts)[0]
+    def tokenize(self, texts: list[str]) -> Units:
+        """Words per text (bytes)."""
+        return Units.of(self.tokenize_with_offsets(texts)[0])
 
     def tokenize_with_offsets(self, texts: list[str]):
         strings = tf.constant(texts, dtype=tf.string)
@@ -75,16 +75,16 @@ class HubElmoEncoder(Encoder):
             return words, begin, end
         return tf_text.regex_split_with_offsets(strings, _WORD_DELIMS, _PUNCTUATION)
 
-    def _run(self, words: tf.RaggedTensor, seq_length: int) -> dict:
+    def _run(self, words: Units, seq_length: int) -> dict:
         if self._signature == "default":
-            text = tf.strings.reduce_join(words, axis=1, separator=" ")
-            return self._module.signatures["default"](text)
-        tokens = words.to_tensor(default_value="", shape=[None, seq_length])
-        lengths = tf.cast(words.row_lengths(), tf.int32)
+            text = [b" ".join(row) for row in words.rows()]
+            return self._module.signatures["default"](tf.constant(text, tf.string))
+        tokens = tf.constant(words.padded(seq_length, b""), tf.string)
+        lengths = tf.constant(words.lengths, tf.int32)
         return self._module.signatures["tokens"](tokens=tokens, sequence_len=lengths)
 
-    def encode(self, words: tf.RaggedTensor, layers=()) -> EncoderOutput:
-        lengths = words.row_lengths().numpy()
+    def encode(self, words: Units, layers=()) -> EncoderOutput:
+        lengths = words.lengths
         longest = int(lengths.max()) if len(lengths) else 0
         out = self._run(words, bucket_length(max(longest, 1), max(self.max_seq_length, longest)))
         seq = int(out["elmo"].shape[1])

@@ -23,7 +23,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from models.encoder import Encoder
+from models.encoder import Encoder, Units
 from models.encoders.bert import SEQ_BUCKETS, SPECIAL_TOKENS_PER_TEXT, bucket_length
 from models.pooling import EncoderOutput
 
@@ -144,26 +144,25 @@ class KerasHubBertEncoder(Encoder):
         positions = config.get("max_position_embeddings")
         return int(positions) if isinstance(positions, int) else None
 
-    def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
-        """WordPiece ids per text, [batch, pieces], without [CLS]/[SEP]."""
-        return self._tokenize(tf.constant(texts, dtype=tf.string))
+    def tokenize(self, texts: list[str]) -> Units:
+        """WordPiece ids per text, without [CLS]/[SEP]."""
+        return Units.of(self._tokenize(tf.constant(texts, dtype=tf.string)))
 
     def tokenize_with_offsets(self, texts: list[str]):
         raise ValueError("keras_hub encoders give no word offsets; --granularity token needs "
                          "an export (`beam-embed export-model`)")
 
-    def encode(self, pieces: tf.RaggedTensor, layers: tuple[int, ...],
+    def encode(self, pieces: Units, layers: tuple[int, ...],
                shape: tuple[int, int] | None = None) -> EncoderOutput:
         """[CLS] pieces [SEP], padded to the batch's (bucketed) longest length."""
-        lengths = pieces.row_lengths().numpy()
+        lengths = pieces.lengths
         longest = int(lengths.max()) if len(lengths) else 0
         seq = bucket_length(longest + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length, SEQ_BUCKETS)
         kept = np.minimum(lengths, seq - SPECIAL_TOKENS_PER_TEXT)
         rows = len(lengths)
         ids = np.full((rows, seq), self._pad, np.int32)
         ids[:, 0] = self._cls
-        body = pieces[:, :seq - SPECIAL_TOKENS_PER_TEXT].to_tensor(self._pad).numpy()
-        ids[:, 1:1 + body.shape[1]] = body
+        ids[:, 1:-1] = pieces.padded(seq - SPECIAL_TOKENS_PER_TEXT, self._pad)
         ids[np.arange(rows), kept + 1] = self._sep
         mask = (np.arange(seq)[None, :] < (kept + SPECIAL_TOKENS_PER_TEXT)[:, None])
         outputs = self._forward(tf.constant(ids), tf.constant(mask.astype(np.int32)))

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from models.encoder import Encoder
+from models.encoder import Encoder, Units
 from models.encoders.detect import call_functions, callable_description
 from models.hub_loader import load_once
 from models.pooling import EncoderOutput
@@ -116,15 +116,15 @@ class HubTextEncoder(Encoder):
     def _vectors(self, strings: tf.Tensor) -> np.ndarray:
         return np.asarray(self._call(strings), np.float32)
 
-    def tokenize(self, texts: list[str]) -> tf.RaggedTensor:
-        return units_with_offsets(texts)[0]
+    def tokenize(self, texts: list[str]) -> Units:
+        return Units.of(units_with_offsets(texts)[0])
 
     def tokenize_with_offsets(self, texts: list[str]):
         return units_with_offsets(texts)
 
-    def encode(self, units: tf.RaggedTensor, layers=(), shape=None) -> EncoderOutput:
+    def encode(self, units: Units, layers=(), shape=None) -> EncoderOutput:
         """The model on the texts its units spell (the whole text, or its first words)."""
-        lengths = units.row_lengths().numpy()
+        lengths = units.lengths
         mask = np.arange(lengths.max() if len(lengths) else 0)[None, :] < lengths[:, None]
-        vectors = self._vectors(tf.strings.reduce_join(units, axis=1))
+        vectors = self._vectors(tf.constant([b"".join(row) for row in units.rows()], tf.string))
         return EncoderOutput(layers={}, mask=mask.astype(np.float32), pooled={"default": vectors})

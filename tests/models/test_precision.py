@@ -246,7 +246,7 @@ def test_grouped_batches_give_each_texts_own_vectors(tiny_export):
     encoder = HubBertEncoder(*handles, max_seq_length=64)
     embedder = Embedder(encoder, parse_poolings("mean,cls,max@0"))
     texts = _texts(12 * GROUP_ROWS, GROUP_ROWS + 3)
-    lengths = encoder.tokenize(texts).row_lengths().numpy()
+    lengths = encoder.tokenize(texts).lengths
     groups = encoder.plan(lengths)
     assert len(groups) > 1
     assert sorted(np.concatenate([g for g, _ in groups]).tolist()) == list(range(len(texts)))
@@ -291,7 +291,8 @@ def test_numpy_packing_equals_the_contract_packer(tiny_export):
     handles = (os.path.join(tiny_export, "encoder"), os.path.join(tiny_export, "preprocessor"))
     encoder = HubBertEncoder(*handles, max_seq_length=64)
     pieces = encoder.tokenize(["the cats sat .", "", "a dog", "the big river bank was small"])
-    words = tf.RaggedTensor.from_row_splits(pieces, tf.range(pieces.nrows(out_type=tf.int64) + 1))
+    ragged = tf.RaggedTensor.from_row_lengths(pieces.values, pieces.lengths)
+    words = tf.RaggedTensor.from_row_splits(ragged, tf.range(ragged.nrows(out_type=tf.int64) + 1))
     for seq_length in (3, 5, 12):
         want = encoder._preprocessor.bert_pack_inputs([words], seq_length=tf.constant(seq_length))
         got = encoder.pack(pieces, seq_length)

@@ -91,7 +91,7 @@ def test_through_the_job_length_sorted_with_original_texts(text_in, tmp_path, mo
     encode = HubTextEncoder.encode
 
     def recording(self, units, layers=(), shape=None):
-        seen.append([b"".join(row).decode() for row in units.to_list()])
+        seen.append([b"".join(row).decode() for row in units.rows()])
         return encode(self, units, layers, shape)
 
     monkeypatch.setattr(HubTextEncoder, "encode", recording)
