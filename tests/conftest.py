@@ -12,16 +12,6 @@ from tests.bert_reference import write_checkpoint
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def pytest_configure(config):
-    # `pytest -m "not pipeline"` is the quick loop: unit tests on real computation, minutes less.
-    config.addinivalue_line(
-        "markers", "pipeline: runs a whole Beam job (embedding, PCA, a dry run) or a command "
-                   "end to end")
-    config.addinivalue_line(
-        "markers", "install: builds the wheel and installs it into a fresh virtual environment "
-                   "(needs the package index; minutes)")
-
-
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("tiny_ckpt"))

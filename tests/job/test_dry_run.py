@@ -17,11 +17,9 @@ from unittest import mock
 import apache_beam as beam
 import pytest
 import yaml
-from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipeline.job.dry_run as dataflow
 from pipeline.job.command import main
-from pipeline.job.dataflow.options import dry_run_requested
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
@@ -228,9 +226,3 @@ def test_offline_prerequisites_are_named(tmp_path, capsys):
     assert "needs --temp_location" in capsys.readouterr().err
     assert dry_run(str(tmp_path), "--config", GPU_CONFIG, "--temp_location", "gs://x")[0] == 2
     assert "'gs://x' is not a valid gs://bucket/path" in capsys.readouterr().err
-
-
-def test_beam_spelling_of_dry_run_is_honoured():
-    assert dry_run_requested(PipelineOptions(["--dry_run=True"]))
-    assert dry_run_requested(PipelineOptions(["--dry-run"]))
-    assert not dry_run_requested(PipelineOptions([]))
