@@ -1,6 +1,11 @@
 """The embedding job's output folder: its names, its manifest (written and read), and how a
 new run claims the folder (the model's fingerprint is its encoder kind's: models.spec).
 
+Every manifest.json is written and read through its typed class, `JobManifest` (`beam-embed
+run`) or `PcaManifest` (`beam-embed pca`), each with its own format version; the output
+folder's checks (pipeline.common.staging) read any command's manifest leniently, through the
+classes' `recognizes` and `listed_in`.
+
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
 (pca, search) finds the shards through it. "This folder is not a job output" is answered here,
 once, for every command.
@@ -13,6 +18,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
@@ -21,7 +27,6 @@ from pipeline.common import output_formats
 from pipeline.common.errors import one_line
 
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
 PREFIX = "embeddings"
 ERRORS_PREFIX = "errors"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
@@ -46,17 +51,6 @@ class OutputKind:
     recognizes: Callable[[dict], bool]  # whether a manifest is one of this command's
 
 
-def job_files(manifest: dict) -> list[str]:
-    """The files an embedding job's manifest lists (shards of every format, dead letters)."""
-    files = manifest.get("files") or {}
-    return [n for names in files.values() for n in names] + list(manifest.get("errors_files", []))
-
-
-JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
-                 re.compile(rf"({PREFIX}|{ERRORS_PREFIX})-[0-9]+-of-[0-9]+(\..+)?"), job_files,
-                 lambda m: "kind" not in m and isinstance(m.get("files"), dict))
-
-
 def make_folder(folder: str, flag: str = "--output") -> bool:
     """Creates `folder` (and its parents) unless it exists; whether it did. A ValueError in one
     line when it cannot be."""
@@ -69,13 +63,20 @@ def make_folder(folder: str, flag: str = "--output") -> bool:
         raise ValueError(f"{flag} {folder!r} cannot be created ({one_line(e)})") from e
 
 
-def write_manifest(folder: str, manifest: dict) -> None:
+# Each manifest's own version, written as its `format_version`; a reader refuses any other, so a
+# change that older readers would misread bumps it. One meaning per constant:
+JOB_MANIFEST_VERSION = 1  # `beam-embed run`'s manifest.json (JobManifest)
+PCA_MANIFEST_VERSION = 1  # `beam-embed pca`'s manifest.json (PcaManifest, "kind": "pca")
+DUPLICATE_EXAMPLE = "duplicate_id_example"  # the job manifest's key: the smallest duplicated id
+
+
+def _write_json(folder: str, data: dict) -> None:
     with FileSystems.create(FileSystems.join(folder, MANIFEST)) as f:
-        f.write(json.dumps(manifest, indent=2).encode("utf-8"))
+        f.write(json.dumps(data, indent=2).encode("utf-8"))
 
 
-def read_manifest(folder: str) -> dict:
-    """`folder`'s manifest; a ValueError in one line when the folder holds none."""
+def _read_json(folder: str) -> dict:
+    """`folder`'s manifest as JSON; a ValueError in one line when the folder holds none."""
     path = FileSystems.join(folder, MANIFEST)
     if not FileSystems.exists(path):
         raise ValueError(f"no {MANIFEST} in {folder!r}: expected the output folder of a finished "
@@ -86,6 +87,142 @@ def read_manifest(folder: str) -> dict:
             return json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not valid JSON ({e})") from e
+
+
+@dataclass(frozen=True)
+class JobManifest:
+    """`beam-embed run`'s manifest.json: the only code that writes it and reads it.
+
+    Its keys, in the order written: granularity, tokens (token granularity only),
+    format_version, model, poolings, formats, text_column, metadata_columns, inputs, versions,
+    started_at, duplicate_id_example (only when ids repeat), counts, files, errors_files, rows,
+    finished_at, wall_time_s. A key an older run did not write reads as empty (`rows` came
+    later). The launcher makes one before the run (build.manifest_base); the last step of the
+    run completes it with what only the run knows (sinks.WriteManifest) and writes it."""
+
+    model: dict  # name, kind, encoder, preprocessor, fingerprint, max_seq_length, long_text
+    poolings: list  # {"name", "column", "width", "normalize"} each; [] for token granularity
+    granularity: str = "sentence"
+    tokens: dict | None = None  # token granularity: layer, unit, dtype, width
+    formats: list = dataclasses.field(default_factory=list)  # as --format gave them
+    text_column: bool = False
+    metadata_columns: list = dataclasses.field(default_factory=list)
+    inputs: dict = dataclasses.field(default_factory=dict)  # patterns, files, bytes, split
+    versions: dict = dataclasses.field(default_factory=dict)
+    started_at: str = ""
+    duplicate_id_example: str | None = None
+    counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
+    files: dict = dataclasses.field(default_factory=dict)  # format -> shard names
+    errors_files: list = dataclasses.field(default_factory=list)
+    rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows
+    finished_at: str = ""
+    wall_time_s: float = 0.0
+    format_version: int = JOB_MANIFEST_VERSION
+    started_unix: float | None = None  # the launcher's clock, for wall_time_s; never written
+
+    def to_json(self) -> dict:
+        out = {"granularity": self.granularity}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        out.update({"format_version": self.format_version, "model": self.model,
+                    "poolings": self.poolings, "formats": self.formats,
+                    "text_column": self.text_column, "metadata_columns": self.metadata_columns,
+                    "inputs": self.inputs, "versions": self.versions,
+                    "started_at": self.started_at})
+        if self.duplicate_id_example is not None:
+            out[DUPLICATE_EXAMPLE] = self.duplicate_id_example
+        out.update({"counts": self.counts, "files": self.files,
+                    "errors_files": self.errors_files, "rows": self.rows,
+                    "finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
+        return out
+
+    def write(self, folder: str) -> None:
+        _write_json(folder, self.to_json())
+
+    @classmethod
+    def from_json(cls, data: dict) -> JobManifest:
+        keys = {f.name for f in dataclasses.fields(cls)} - {"started_unix"}
+        return cls(**{k: v for k, v in data.items() if k in keys})
+
+    @classmethod
+    def read(cls, folder: str) -> JobManifest:
+        """`folder`'s manifest, checked to be a finished run's of a version this reads; a
+        ValueError in one line otherwise."""
+        data = _read_json(folder)
+        path = FileSystems.join(folder, MANIFEST)
+        if PcaManifest.recognizes(data):
+            raise ValueError(f"{folder!r} is the output of `beam-embed pca`, not of `beam-embed "
+                             f"run`; give the embedding job's output folder (this one's input "
+                             f"was {data.get('input', {}).get('folder')!r})")
+        if "poolings" not in data or "model" not in data:
+            raise ValueError(f"{path} is not an embedding job's manifest (it has no poolings or "
+                             "model); give the output folder of a finished `beam-embed run`")
+        version = data.get("format_version")
+        if version != JOB_MANIFEST_VERSION:
+            raise ValueError(f"{path}: format_version {version!r} is not supported; "
+                             f"expected {JOB_MANIFEST_VERSION}")
+        return cls.from_json(data)
+
+    @staticmethod
+    def recognizes(data: dict) -> bool:
+        """Whether a manifest's JSON is one of these (for the output folder's checks, which
+        read any command's manifest)."""
+        return "kind" not in data and isinstance(data.get("files"), dict)
+
+    @staticmethod
+    def listed_in(data: dict) -> list[str]:
+        """The files a manifest's JSON lists (shards of every format, dead letters), read
+        leniently: whatever the rest of it holds."""
+        files = data.get("files") or {}
+        return [n for names in files.values() for n in names] + list(data.get("errors_files", []))
+
+
+@dataclass(frozen=True)
+class PcaManifest:
+    """`beam-embed pca`'s manifest.json: the only code that writes it.
+
+    Its keys, in the order written: format_version, kind ("pca"), input, fit, projections,
+    sample_file, sample, projector, html, png, plot (the last five: pca.exports)."""
+
+    input: dict  # the embedding run read: folder, format, model
+    fit: dict  # file, reused, and the fit's summary
+    projections: dict  # files, rows, columns
+    sample_file: str
+    sample: dict
+    projector: dict  # the projector bundle's files by role
+    html: str
+    png: str
+    plot: dict  # method, dims, color_by
+    format_version: int = PCA_MANIFEST_VERSION
+    KIND: ClassVar[str] = "pca"
+
+    def to_json(self) -> dict:
+        return {"format_version": self.format_version, "kind": self.KIND, "input": self.input,
+                "fit": self.fit, "projections": self.projections,
+                "sample_file": self.sample_file, "sample": self.sample,
+                "projector": self.projector, "html": self.html, "png": self.png,
+                "plot": self.plot}
+
+    def write(self, folder: str) -> None:
+        _write_json(folder, self.to_json())
+
+    @classmethod
+    def recognizes(cls, data: dict) -> bool:
+        return data.get("kind") == cls.KIND
+
+    @staticmethod
+    def listed_in(data: dict) -> list[str]:
+        """The files a manifest's JSON lists, relative to its folder (the manifest aside), read
+        leniently."""
+        fit, projections = data.get("fit") or {}, data.get("projections") or {}
+        named = [fit.get("file"), data.get("sample_file"), data.get("html"), data.get("png"),
+                 *(data.get("projector") or {}).values(), *projections.get("files", [])]
+        return [n for n in named if n]
+
+
+JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
+                 re.compile(rf"({PREFIX}|{ERRORS_PREFIX})-[0-9]+-of-[0-9]+(\..+)?"),
+                 JobManifest.listed_in, JobManifest.recognizes)
 
 
 @dataclass(frozen=True)
@@ -160,33 +297,21 @@ class EmbeddingSet:
 
 def load_embedding_set(folder: str) -> EmbeddingSet:
     """Reads and checks `folder/manifest.json` (local or any Beam filesystem, e.g. gs://)."""
-    manifest = read_manifest(folder)
+    manifest = JobManifest.read(folder)
     path = FileSystems.join(folder, MANIFEST)
-    if manifest.get("kind") == "pca":
-        raise ValueError(f"{folder!r} is the output of `beam-embed pca`, not of `beam-embed "
-                         f"run`; give the embedding job's output folder (this one's input was "
-                         f"{manifest.get('input', {}).get('folder')!r})")
-    if "poolings" not in manifest or "model" not in manifest:
-        raise ValueError(f"{path} is not an embedding job's manifest (it has no poolings or "
-                         "model); give the output folder of a finished `beam-embed run`")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"{path}: format_version {version!r} is not supported; "
-                         f"expected {FORMAT_VERSION}")
     poolings = tuple(PoolingColumn(p["name"], p["column"], int(p["width"]),
-                                   bool(p.get("normalize"))) for p in manifest["poolings"])
+                                   bool(p.get("normalize"))) for p in manifest.poolings)
     if not poolings:
         raise ValueError(f"{path} lists no poolings (a token-granularity run has one vector per "
                          "token, not per record)")
     files = {fmt: tuple(FileSystems.join(folder, name) for name in names)
-             for fmt, names in manifest.get("files", {}).items()
+             for fmt, names in manifest.files.items()
              if fmt in output_formats.OUTPUT_FORMATS}
-    return EmbeddingSet(folder=folder, model=dict(manifest["model"]), poolings=poolings,
-                        metadata_columns=tuple(manifest.get("metadata_columns", [])),
-                        has_text=bool(manifest.get("text_column", False)), files=files,
-                        finished_at=manifest.get("finished_at", ""),
-                        counts=dict(manifest.get("counts", {})),
-                        rows=dict(manifest.get("rows", {})))
+    return EmbeddingSet(folder=folder, model=dict(manifest.model), poolings=poolings,
+                        metadata_columns=tuple(manifest.metadata_columns),
+                        has_text=bool(manifest.text_column), files=files,
+                        finished_at=manifest.finished_at, counts=dict(manifest.counts),
+                        rows=dict(manifest.rows))
 
 
 def listed_files(paths, formats) -> dict:

@@ -11,7 +11,7 @@ import time
 
 import apache_beam as beam
 
-from pipeline.common.manifest import FORMAT_VERSION
+from pipeline.common.manifest import DUPLICATE_EXAMPLE, JobManifest
 from pipeline.common.output_formats import output_format
 from pipeline.common.records import EMPTY, INCOMPLETE
 from pipeline.common.versions import installed_version
@@ -25,7 +25,6 @@ from pipeline.job.token_sinks import TokenSchema
 # --id_field: path:line ids are unique).
 COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "tokens",
           "files_incomplete", "duplicate_ids")
-DUPLICATE_EXAMPLE = "duplicate_id_example"  # the manifest's key: the smallest duplicated id
 
 
 def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
@@ -43,7 +42,7 @@ def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
     return tuple((p.column, 0) for p in cfg.encoder.parsed_poolings())
 
 
-def manifest_base(cfg, widths, files) -> dict:
+def manifest_base(cfg, widths, files) -> JobManifest:
     """The manifest's fields known before the run; counts and files are added at its end."""
     import tensorflow as tf
 
@@ -54,32 +53,30 @@ def manifest_base(cfg, widths, files) -> dict:
     width = dict(widths)
     token_level = spec.granularity == "token"
     poolings = [] if token_level else spec.parsed_poolings()
-    return {
-        "granularity": spec.granularity,
-        **({"tokens": {"layer": spec.token_layer or kind.default_token_layer,
-                       "unit": spec.token_unit if spec.token_unit in kind.token_units
-                       else kind.token_units[0],
-                       "dtype": spec.token_dtype, "width": width["vectors"]}}
-           if token_level else {}),
-        "format_version": FORMAT_VERSION,
-        "model": {"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
-                  "preprocessor": spec.preprocessor,
-                  "fingerprint": spec.fingerprint(),
-                  "max_seq_length": spec.max_seq_length,
-                  "long_text": spec.long_text},
-        "poolings": [{"name": p.spec, "column": p.column, "width": width[p.column],
-                      "normalize": spec.normalize} for p in poolings],
-        "formats": list(cfg.formats),
-        "text_column": cfg.include_text,
-        "metadata_columns": list(cfg.metadata_fields),
-        "inputs": {"patterns": list(cfg.inputs), "files": len(files),
-                   "bytes": sum(size for _, size in files), "split": cfg.split},
-        "versions": {"beam": beam.__version__, "tensorflow": tf.__version__,
-                     "tensorflow_text": installed_version("tensorflow-text"),
-                     "python": platform.python_version()},
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "started_unix": time.time(),
-    }
+    return JobManifest(
+        granularity=spec.granularity,
+        tokens={"layer": spec.token_layer or kind.default_token_layer,
+                "unit": spec.token_unit if spec.token_unit in kind.token_units
+                else kind.token_units[0],
+                "dtype": spec.token_dtype, "width": width["vectors"]} if token_level else None,
+        model={"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
+               "preprocessor": spec.preprocessor,
+               "fingerprint": spec.fingerprint(),
+               "max_seq_length": spec.max_seq_length,
+               "long_text": spec.long_text},
+        poolings=[{"name": p.spec, "column": p.column, "width": width[p.column],
+                   "normalize": spec.normalize} for p in poolings],
+        formats=list(cfg.formats),
+        text_column=cfg.include_text,
+        metadata_columns=list(cfg.metadata_fields),
+        inputs={"patterns": list(cfg.inputs), "files": len(files),
+                "bytes": sum(size for _, size in files), "split": cfg.split},
+        versions={"beam": beam.__version__, "tensorflow": tf.__version__,
+                  "tensorflow_text": installed_version("tensorflow-text"),
+                  "python": platform.python_version()},
+        started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        started_unix=time.time(),
+    )
 
 
 def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,

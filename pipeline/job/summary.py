@@ -12,7 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.common import exits
 from pipeline.common.log import log
-from pipeline.common.manifest import MANIFEST
+from pipeline.common.manifest import MANIFEST, JobManifest
 
 REASONS_READ = 100_000  # dead letters read for the commonest reasons; the file has them all
 REASONS_SHOWN = 3
@@ -71,22 +71,20 @@ def exit_code(counts: dict, allow_incomplete_input: bool) -> int:
 
 
 def summarize(output: str, allow_incomplete_input: bool = False) -> int:
-    with FileSystems.open(FileSystems.join(output, MANIFEST)) as f:
-        manifest = json.load(f)
-    c = manifest["counts"]
-    files = manifest.get("files", {})
-    shards = ", ".join(f"{len(names)} {fmt}" for fmt, names in files.items())
+    manifest = JobManifest.read(output)
+    c = manifest.counts
+    shards = ", ".join(f"{len(names)} {fmt}" for fmt, names in manifest.files.items())
     log(f"done: read {c['read']}, embedded {c['embedded']} ({c['truncated']} truncated), skipped "
         f"empty {c['skipped_empty']}, dead-lettered {c['dead_lettered']}, {c['tokens']} tokens in "
-        f"{manifest['wall_time_s']:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")
-    errors = manifest.get("errors_files", [])
+        f"{manifest.wall_time_s:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")
+    errors = manifest.errors_files
     if c["dead_lettered"]:
         reasons = "; ".join(f"{n} x {r}" for r, n in top_reasons(output, errors))
         where = FileSystems.join(output, errors[0] if len(errors) == 1 else "errors-*.jsonl")
         log(f"dead-lettered {c['dead_lettered']}: {reasons} (every one, with its id and an "
             f"excerpt, in {where})")
     if c.get("duplicate_ids", 0):
-        log(duplicates_line(c["duplicate_ids"], manifest.get("duplicate_id_example")))
+        log(duplicates_line(c["duplicate_ids"], manifest.duplicate_id_example))
     code = exit_code(c, allow_incomplete_input)
     if c.get("files_incomplete", 0):
         log(f"{'incomplete' if code == exits.INCOMPLETE_INPUT else 'warning'}: "
@@ -95,7 +93,7 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
                 "" if allow_incomplete_input else
                 f"; exit code {exits.INCOMPLETE_INPUT} (--allow-incomplete-input accepts this)"))
     if c["embedded"]:
-        log(next_commands(output, manifest.get("metadata_columns", [])))
+        log(next_commands(output, manifest.metadata_columns))
     elif c["dead_lettered"]:
         log("nothing was embedded: every record was dead-lettered (reasons above)")
     else:

@@ -23,9 +23,9 @@ from pipeline.common.manifest import (
     MANIFEST,
     EmbeddingSet,
     OutputKind,
+    PcaManifest,
     load_embedding_set,
     make_folder,
-    write_manifest,
 )
 from pipeline.common.output_formats import output_format
 from pipeline.common.quiet import import_tensorflow
@@ -68,21 +68,12 @@ OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTM
            PNG_FILE, f"{PROJECTOR_DIR}/*")  # names that look like this job's outputs
 
 
-def manifest_files(manifest: dict) -> list[str]:
-    """The files a PCA manifest lists, relative to its folder (the manifest aside)."""
-    fit, projections = manifest.get("fit") or {}, manifest.get("projections") or {}
-    named = [fit.get("file"), manifest.get("sample_file"), manifest.get("html"),
-             manifest.get("png"), *(manifest.get("projector") or {}).values(),
-             *projections.get("files", [])]
-    return [n for n in named if n]
-
-
 PCA_OUTPUT = OutputKind(
     "beam-embed pca", OUTPUTS,
     re.compile("|".join([re.escape(n) for n in (FIT_FILE, SAMPLE_FILE, HTML_FILE, PNG_FILE)]
                         + [re.escape(f"{PROJECTOR_DIR}/{n}") for n in (TENSORS, METADATA, CONFIG)]
                         + [rf"{PROJECTIONS}-[0-9]+-of-[0-9]+\.parquet"])),
-    manifest_files, lambda m: m.get("kind") == "pca")
+    PcaManifest.listed_in, PcaManifest.recognizes)
 
 
 @dataclass(frozen=True)
@@ -203,18 +194,17 @@ def _named(write):
     return named
 
 
-def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> dict:
+def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> PcaManifest:
     pattern = FileSystems.join(plan.output, f"{PROJECTIONS}-*-of-*.parquet")
     shards = sorted(m.path.rsplit("/", 1)[-1]
                     for m in FileSystems.match([pattern])[0].metadata_list)
-    return {"format_version": 1, "kind": "pca",
-            "input": {"folder": plan.embeddings.folder, "format": plan.fmt,
-                      "model": plan.embeddings.model},
-            "fit": {"file": FIT_FILE, "reused": plan.saved_fit is not None, **fit.summary()},
-            "projections": {"files": shards, "rows": exports["sample"]["of"],
-                            "columns": ["id", f"pc_1..pc_{fit.spec.components}",
-                                        *plan.columns[1:]]},
-            "sample_file": SAMPLE_FILE, **exports}
+    return PcaManifest(
+        input={"folder": plan.embeddings.folder, "format": plan.fmt,
+               "model": plan.embeddings.model},
+        fit={"file": FIT_FILE, "reused": plan.saved_fit is not None, **fit.summary()},
+        projections={"files": shards, "rows": exports["sample"]["of"],
+                     "columns": ["id", f"pc_1..pc_{fit.spec.components}", *plan.columns[1:]]},
+        sample_file=SAMPLE_FILE, **exports)
 
 
 def check(args) -> Plan:
@@ -283,5 +273,5 @@ def _write_all(plan: Plan, options: PipelineOptions) -> dict:
     check_all_read(plan, exports)
     manifest = _manifest(plan, fit, exports)
     with naming_file(FileSystems.join(plan.output, MANIFEST)):
-        write_manifest(plan.output, manifest)
-    return manifest
+        manifest.write(plan.output)
+    return manifest.to_json()

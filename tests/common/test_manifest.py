@@ -1,0 +1,96 @@
+"""manifest.json is written and read only through its typed classes: the JSON they write is the
+one runs have always written (keys in the same order), and manifests of older runs still read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.common.manifest import (
+    JOB,
+    JOB_MANIFEST_VERSION,
+    PCA_MANIFEST_VERSION,
+    JobManifest,
+    PcaManifest,
+    load_embedding_set,
+)
+
+# A run's manifest as `beam-embed run` wrote it before the classes (a real run, paths shortened).
+JOB_JSON = {
+    "granularity": "sentence", "format_version": 1,
+    "model": {"name": "tiny-bert", "kind": "bert", "encoder": "m/encoder",
+              "preprocessor": "m/preprocessor", "fingerprint": "bcc5d8c74e03d486",
+              "max_seq_length": 64, "long_text": "truncate"},
+    "poolings": [{"name": "cls", "column": "cls", "width": 8, "normalize": False}],
+    "formats": ["parquet", "tfrecord"], "text_column": True, "metadata_columns": ["topic"],
+    "inputs": {"patterns": ["c.jsonl"], "files": 1, "bytes": 607, "split": "none"},
+    "versions": {"beam": "2.77.0", "tensorflow": "2.21.0", "tensorflow_text": "2.21.1",
+                 "python": "3.11.7"},
+    "started_at": "2026-12-03T08:45:09Z", "duplicate_id_example": "0",
+    "counts": {"read": 13, "embedded": 12, "skipped_empty": 0, "dead_lettered": 1,
+               "truncated": 0, "tokens": 60, "files_incomplete": 0, "duplicate_ids": 5},
+    "files": {"parquet": ["embeddings-00000-of-00001.parquet"],
+              "tfrecord": ["embeddings-00000-of-00001.tfrecord"]},
+    "errors_files": ["errors-00000-of-00001.jsonl"],
+    "rows": {"embeddings-00000-of-00001.parquet": 12, "embeddings-00000-of-00001.tfrecord": 12},
+    "finished_at": "2026-12-03T08:45:10Z", "wall_time_s": 1.221}
+
+PCA_JSON = {
+    "format_version": 1, "kind": "pca",
+    "input": {"folder": "a", "format": "tfrecord", "model": JOB_JSON["model"]},
+    "fit": {"file": "pca.npz", "reused": False, "components": 2},
+    "projections": {"files": ["projections-00000-of-00001.parquet"], "rows": 12,
+                    "columns": ["id", "pc_1..pc_2", "text"]},
+    "sample_file": "sample.parquet", "sample": {"size": 12, "of": 12},
+    "projector": {"tensors": "projector/tensors.tsv"}, "html": "plot.html", "png": "plot.png",
+    "plot": {"method": "pca", "dims": 2, "color_by": "topic"}}
+
+
+def test_the_job_manifest_writes_what_it_reads_byte_for_byte(tmp_path):
+    manifest = JobManifest.from_json(JOB_JSON)
+    assert json.dumps(manifest.to_json()) == json.dumps(JOB_JSON)
+    manifest.write(str(tmp_path))
+    assert (tmp_path / "manifest.json").read_text() == json.dumps(JOB_JSON, indent=2)
+    assert JobManifest.read(str(tmp_path)) == manifest
+
+
+def test_token_runs_and_runs_without_repeated_ids_keep_their_keys():
+    token = {"granularity": "token",
+             "tokens": {"layer": "-1", "unit": "word", "dtype": "float32", "width": 8},
+             **{k: v for k, v in JOB_JSON.items()
+                if k not in ("granularity", "duplicate_id_example")}, "poolings": []}
+    assert json.dumps(JobManifest.from_json(token).to_json()) == json.dumps(token)
+
+
+def test_an_older_manifest_reads_with_what_it_lacks_empty(tmp_path):
+    old = {k: JOB_JSON[k] for k in ("format_version", "model", "poolings", "files", "counts")}
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    es = load_embedding_set(str(tmp_path))
+    assert es.rows == {} and es.metadata_columns == () and not es.has_text
+
+
+@pytest.mark.parametrize("version", [0, 2, None])
+def test_another_version_is_refused(tmp_path, version):
+    (tmp_path / "manifest.json").write_text(json.dumps({**JOB_JSON, "format_version": version}))
+    with pytest.raises(ValueError, match=rf"format_version {version!r} is not supported; "
+                                         rf"expected {JOB_MANIFEST_VERSION}"):
+        JobManifest.read(str(tmp_path))
+
+
+def test_the_pca_manifest_writes_its_keys_in_order_and_is_recognized():
+    manifest = PcaManifest(**{k: v for k, v in PCA_JSON.items()
+                              if k not in ("format_version", "kind")})
+    assert json.dumps(manifest.to_json()) == json.dumps(PCA_JSON)
+    assert manifest.format_version == PCA_MANIFEST_VERSION
+    assert PcaManifest.recognizes(PCA_JSON) and not JOB.recognizes(PCA_JSON)
+    assert JOB.recognizes(JOB_JSON) and not PcaManifest.recognizes(JOB_JSON)
+    assert PcaManifest.listed_in(PCA_JSON) == [
+        "pca.npz", "sample.parquet", "plot.html", "plot.png", "projector/tensors.tsv",
+        "projections-00000-of-00001.parquet"]
+
+
+def test_a_pca_folder_is_not_read_as_a_run(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps(PCA_JSON))
+    with pytest.raises(ValueError, match="is the output of `beam-embed pca`"):
+        JobManifest.read(str(tmp_path))
