@@ -114,8 +114,10 @@ def tfrecord_framed_records(path: str, size: int) -> int:
     import struct
 
     from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.tfrecordio import _TFRecordUtil
 
+    from pipeline.common.private_apis import masked_crc32c
+
+    crc = masked_crc32c()
     n = offset = 0
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         while offset < size:
@@ -125,7 +127,7 @@ def tfrecord_framed_records(path: str, size: int) -> int:
                 raise DamagedFile(path, f"is damaged (it ends inside a record's header: cut "
                                         f"short) after record {n}")
             length, length_crc = struct.unpack("<QI", header)
-            if _TFRecordUtil._masked_crc32c(header[:8]) != length_crc:
+            if crc(header[:8]) != length_crc:
                 raise DamagedFile(path, f"is damaged (a record's length fails its checksum: "
                                         f"corrupt data) after record {n}")
             offset += length + TFRECORD_FRAMING
