@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 
 from models.choices import LONG_TEXT_MODES
 from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
-from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, HelpFormatter
+from pipeline.common.errors import one_line
+from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, FlagError, HelpFormatter, hint
 from pipeline.job.dataflow.flags import add_dry_run_flags
 
 BEAM_NOTE = """\
@@ -125,6 +127,66 @@ def print_help() -> None:
     help_parser().print_help()
 
 
+# Beam's flags naming files of the project a config ships with, which Beam stages for the workers:
+# a relative path there means "beside this config", so the config works from any folder.
+CONFIG_RELATIVE = ("--setup_file", "--requirements_file", "--extra_package", "--extra_packages")
+# Flags given once per value (Beam's extra_package appends), never as one comma-joined value.
+REPEATED = ("--input", "--extra_package", "--extra_packages")
+
+
+def _beside(config_path: str, value) -> str:
+    value = str(value)
+    if "://" in value or os.path.isabs(value):
+        return value
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config_path)), value))
+
+
+def read_config(path: str) -> dict:
+    """A `--config FILE.yaml`'s mapping; a ValueError for a file that cannot be read as one."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as e:  # missing file, bad YAML: bad configuration
+        raise ValueError(f"--config {path}: {one_line(e)}") from e
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a mapping of flag names to values")
+    return config
+
+
+def config_argv(path: str, known: set[str], config: dict | None = None) -> list[str]:
+    """A `--config FILE.yaml`'s keys (`config`, its mapping when already read) as command-line
+    flags; a FlagError for a key that is not one of `known`, a ValueError for a file that cannot
+    be read as a mapping. Relative paths in the CONFIG_RELATIVE keys are read from the config
+    file's folder."""
+    config = read_config(path) if config is None else config
+    argv = []
+    for key, value in config.items():
+        flag = "--" + key.replace("-", "_")
+        if flag not in known:
+            raise FlagError(f"unknown key {key!r} in {path}" + (
+                hint(flag, known) or "; expected a flag of `beam-embed run --help`"))
+        if flag in CONFIG_RELATIVE:
+            value = ([_beside(path, v) for v in value] if isinstance(value, list)
+                     else _beside(path, value))
+        if isinstance(value, bool):
+            negative = "--no-" + flag[2:]
+            if value:
+                argv.append(flag)
+            elif negative in known:
+                argv.append(negative)
+        elif isinstance(value, list):
+            if flag in REPEATED:
+                for v in value:
+                    argv += [flag, str(v)]
+            else:
+                argv += [flag, ",".join(map(str, value))]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
 @dataclasses.dataclass(frozen=True)
 class JobFlags:
     """The job's own flags, as given (comma-separated lists stay strings: the checks name the
@@ -169,8 +231,6 @@ class JobFlags:
 
 class _JobParser(argparse.ArgumentParser):
     def error(self, message):  # a value argparse refuses: one line (a FlagError), no exit
-        from pipeline.common.flags import FlagError
-
         raise FlagError(message)
 
 
@@ -204,8 +264,6 @@ def read_job_argv(argv: list[str], tentative: bool = False) -> JobArgv:
     """argv -> JobArgv, importing neither Beam nor TensorFlow. A --config file that cannot be read
     is a ValueError; `--config` without a value exits 2 (argparse's usage), or, `tentative`, is a
     ValueError too."""
-    from pipeline.job.flag_values import config_argv, read_config
-
     pre = (_TentativeParser if tentative else argparse.ArgumentParser)(
         add_help=False, allow_abbrev=False)
     pre.add_argument("--config")

@@ -12,8 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.common.flags import beam_flags, check_beam_args
 from pipeline.job.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
-from pipeline.job.flag_values import config_argv
-from pipeline.job.flags import JobArgv, add_job_flags, read_job_argv
+from pipeline.job.flags import JobArgv, add_job_flags, config_argv, read_job_argv
 
 PROG = "beam-embed run"
 

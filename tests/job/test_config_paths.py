@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from pipeline.job.flag_values import config_argv
+from pipeline.job.flags import config_argv
 from pipeline.job.options import beam_flags
 
 KNOWN = beam_flags()[1]
