@@ -95,7 +95,8 @@ class JobManifest:
 
     Its keys, in the order written: granularity, tokens (token granularity only),
     format_version, model, poolings, formats, text_column, metadata_columns, inputs, versions,
-    started_at, duplicate_id_example (only when ids repeat), counts, files, errors_files, rows,
+    started_at, duplicate_id_example (only when ids repeat), reused_from (only with --reuse),
+    counts, files, errors_files, rows,
     finished_at, wall_time_s. A key an older run did not write reads as empty (`rows` came
     later). The launcher makes one before the run (build.manifest_base); the last step of the
     run completes it with what only the run knows (sinks.WriteManifest) and writes it."""
@@ -111,6 +112,7 @@ class JobManifest:
     versions: dict = dataclasses.field(default_factory=dict)
     started_at: str = ""
     duplicate_id_example: str | None = None
+    reused_from: dict | None = None  # --reuse: output, started_at, finished_at, fingerprint, ...
     counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
     files: dict = dataclasses.field(default_factory=dict)  # format -> shard names
     errors_files: list = dataclasses.field(default_factory=list)
@@ -131,6 +133,8 @@ class JobManifest:
                     "started_at": self.started_at})
         if self.duplicate_id_example is not None:
             out[DUPLICATE_EXAMPLE] = self.duplicate_id_example
+        if self.reused_from is not None:
+            out["reused_from"] = self.reused_from
         out.update({"counts": self.counts, "files": self.files,
                     "errors_files": self.errors_files, "rows": self.rows,
                     "finished_at": self.finished_at, "wall_time_s": self.wall_time_s})

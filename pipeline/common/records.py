@@ -18,6 +18,21 @@ class Record:
     source: str
     meta: tuple[tuple[str, str], ...] = ()
 
+    def rows(self) -> tuple[Record, ...]:
+        """The input records this one stands for, each to get its own output row: itself."""
+        return (self,)
+
+
+@dataclasses.dataclass(frozen=True)
+class DistinctText(Record):
+    """A text encoded once for every record that holds it (--dedupe): the first such record,
+    and the others in `copies`."""
+
+    copies: tuple[Record, ...] = ()
+
+    def rows(self) -> tuple[Record, ...]:
+        return (Record(self.id, self.text, self.source, self.meta), *self.copies)
+
 
 @dataclasses.dataclass(frozen=True)
 class DeadLetter:

@@ -16,6 +16,7 @@ from pipeline.common.output_formats import output_format
 from pipeline.common.records import EMPTY, INCOMPLETE
 from pipeline.common.versions import installed_version
 from pipeline.job.embed import EmbedRecords
+from pipeline.job.incremental import EmbedDistinct, count_names
 from pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
 from pipeline.job.sources import FindDuplicateIds, ReadCorpus
 from pipeline.job.token_sinks import TokenSchema
@@ -63,7 +64,7 @@ def manifest_base(cfg, widths, files) -> JobManifest:
                "preprocessor": spec.preprocessor,
                "fingerprint": spec.fingerprint(),
                "max_seq_length": spec.max_seq_length,
-               "long_text": spec.long_text},
+               "long_text": spec.long_text, "precision": spec.precision},
         poolings=[{"name": p.spec, "column": p.column, "width": width[p.column],
                    "normalize": spec.normalize} for p in poolings],
         formats=list(cfg.formats),
@@ -76,6 +77,7 @@ def manifest_base(cfg, widths, files) -> JobManifest:
                   "python": platform.python_version()},
         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         started_unix=time.time(),
+        reused_from=cfg.previous.reused_from if cfg.previous is not None else None,
     )
 
 
@@ -87,9 +89,12 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
     sink steps around it (pipeline.common.bundle_write): the manifest names the shards."""
     corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
                                             cfg.split, spread, ids=bool(cfg.id_field))
-    embedded = corpus["records"] | "EmbedRecords" >> EmbedRecords(
-        cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
-        share_bytes=sum(size for _, size in files) / max(workers, 1))
+    embed = EmbedRecords(cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
+                         share_bytes=sum(size for _, size in files) / max(workers, 1))
+    incremental = count_names(cfg.dedupe, cfg.previous)
+    if incremental:  # --dedupe, --reuse: grouped by text around the encoder
+        embed = EmbedDistinct(embed, cfg.dedupe, cfg.previous)
+    embedded = corpus["records"] | "EmbedRecords" >> embed
     if cfg.encoder.granularity == "token":
         schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text, cfg.encoder.token_dtype)
     else:
@@ -107,7 +112,9 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
                   ("tokens", int(b.num_tokens.sum()))]),
               count(dead, "Dead", lambda d: [
                   ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
-    names, extras = COUNTS, None
+    names, extras = COUNTS + incremental, None
+    if incremental:
+        counts.append(embedded["counts"])
     if cfg.split != "none":
         counts.append(count(corpus["records"], "Split", lambda r: [("split_records", 1)]))
         names += ("split_records",)

@@ -104,6 +104,12 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
             widths = probe_widths(cfg)
             explicit = flags.max_seq_length is not None
             cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
+            if cfg.reuse:  # its shards and settings, now that the model's are final
+                from pipeline.job.build import manifest_base
+                from pipeline.job.reuse import previous_run
+
+                cfg = dataclasses.replace(cfg, previous=previous_run(
+                    cfg.reuse, manifest_base(cfg, widths, files)))
         except ValueError as e:
             return _bad_config(e)
         for path in remove_leftovers(cfg.output):

@@ -35,6 +35,9 @@ class JobConfig:
     max_batch_size: int
     progress_every: float
     allow_incomplete_input: bool = False
+    dedupe: bool = False
+    reuse: str | None = None  # --reuse's folder; `previous` once it is checked (reuse.py)
+    previous: object = None
 
     def fields(self) -> Fields:
         """Where the readers find each record's text, id and metadata."""
@@ -89,6 +92,8 @@ def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
         max_batch_size=opts.max_batch_size,
         progress_every=opts.progress_every,
         allow_incomplete_input=opts.allow_incomplete_input,
+        dedupe=opts.dedupe,
+        reuse=opts.reuse.rstrip("/") if opts.reuse else None,
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from models.spec import EncoderSpec
@@ -197,15 +198,25 @@ def _embed(records: list[Record], model) -> list:
         try:
             out.append(_embedded([record], model.embed([record.text])))
         except Exception as e:  # noqa: BLE001 - any failure becomes a dead letter
-            out.append(DeadLetter.of(record.id, record.source,
-                                     f"encoder failed: {type(e).__name__}: {e}", record.text))
+            reason = f"encoder failed: {type(e).__name__}: {e}"
+            out += [DeadLetter.of(r.id, r.source, reason, r.text) for r in record.rows()]
     return out
 
 
 def _embedded(records: list[Record], result) -> EmbeddedBatch:
+    """The batch's rows: a text encoded once for several records (--dedupe's DistinctText)
+    gives each of them a row with its vectors."""
     from models.tokens import TokenVectors
 
     token_level = isinstance(result, TokenVectors)
+    rows = [r.rows() for r in records]
+    if len(rows) != sum(map(len, rows)):  # sentence vectors only: --dedupe refuses tokens
+        repeats = [len(r) for r in rows]
+        return EmbeddedBatch(
+            records=tuple(row for r in rows for row in r),
+            vectors={c: np.repeat(v, repeats, axis=0) for c, v in result.vectors.items()},
+            num_tokens=np.repeat(result.num_tokens, repeats),
+            truncated=np.repeat(result.truncated, repeats))
     return EmbeddedBatch(records=tuple(records), vectors={} if token_level else result.vectors,
                          num_tokens=result.num_tokens, truncated=result.truncated,
                          tokens=result if token_level else None)

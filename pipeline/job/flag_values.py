@@ -24,6 +24,9 @@ def check_plain_flags(opts) -> tuple[str, ...]:
         check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))
     for flag in ("max_text_bytes", "batch_tokens", "max_batch_size"):
         check_positive(flag.replace("_", "-"), getattr(opts, flag))
+    if (opts.dedupe or opts.reuse) and opts.granularity == "token":
+        raise ValueError(f"--{'dedupe' if opts.dedupe else 'reuse'} applies to sentence vectors; "
+                         "expected --granularity sentence")
     return formats
 
 

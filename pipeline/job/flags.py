@@ -94,6 +94,11 @@ def add_job_flags(parser) -> frozenset[str]:
         help="shards per format (0: the runner decides)")
     add("--include_text", "--include-text", action=argparse.BooleanOptionalAction,
         default=True, help="write the text beside its vectors")
+    add("--dedupe", action="store_true",
+        help="encode each distinct text once; every record still gets its row")
+    add("--reuse", metavar="PREVIOUS_OUTPUT",
+        help="copy the vectors of texts a previous run (local or gs://) embedded with the "
+             "same model and settings instead of encoding them")
     add("--overwrite", action="store_true",
         help="replace an existing output (swapped in when the new run is complete); "
              "also takes over the claim a killed run left")
@@ -218,6 +223,8 @@ class JobFlags:
     format: str
     num_shards: int
     include_text: bool
+    dedupe: bool
+    reuse: str | None
     overwrite: bool
     allow_incomplete_input: bool
     progress_every: float

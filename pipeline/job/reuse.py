@@ -1,0 +1,130 @@
+"""--reuse PREVIOUS_OUTPUT: the previous run whose vectors a run may copy, checked before any
+data is read, and its rows read back as (text key, stored vectors).
+
+Rows are matched by their text as it was encoded (after the previous run's own cleaning and
+splitting: the `text` column holds exactly what its encoder saw), so the previous run must have
+written its text (`--include_text`, the default). The output schema gets no hash column: a
+text's key is recomputed from the text on both sides. Everything else that decides a vector is
+one value for the whole run, in the manifest: the model's fingerprint, its poolings (columns,
+widths, normalization), max length, long-text policy, precision and the vectors' dtype. Any
+difference is refused up front (exit 2), so copied and newly encoded vectors never mix two
+settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.common.errors import IncompleteInput, one_line
+from pipeline.common.manifest import MANIFEST, JobManifest, load_embedding_set
+from pipeline.common.shards import check_shards
+
+PARQUET = "parquet"
+# What decides a stored vector besides its text, per key of the manifest's `model`; the
+# poolings (names, columns, widths, normalization) are compared whole.
+MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
+              "long_text": "long-text policy", "precision": "precision",
+              "vector_dtype": "vector dtype"}
+
+
+def text_key(text: str) -> bytes:
+    """A text's key for matching and grouping: 16 bytes of BLAKE2b over its UTF-8 (a collision
+    needs ~2^64 distinct texts), so the shuffle carries short keys, not whole texts."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+@dataclasses.dataclass(frozen=True)
+class PreviousRun:
+    """A finished run whose rows may be copied: its checked Parquet shards and what the new
+    manifest records about it (`reused_from`)."""
+    folder: str
+    shards: tuple[str, ...]
+    columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
+    reused_from: dict
+
+
+def _refused(folder: str, why: str) -> ValueError:
+    return ValueError(f"--reuse {folder!r}: {why}; nothing is reused (drop --reuse to embed "
+                      "every record)")
+
+
+def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
+    diffs = [f"{what} {previous.model.get(key)!r}, this run's {base.model.get(key)!r}"
+             for key, what in MODEL_KEYS.items()
+             if previous.model.get(key) != base.model.get(key)]
+    if previous.poolings != base.poolings:
+        diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
+    return diffs
+
+
+def _poolings(manifest: JobManifest) -> str:
+    return ", ".join(f"{p['name']} ({p['width']}{', normalized' if p['normalize'] else ''})"
+                     for p in manifest.poolings) or "none"
+
+
+def previous_run(folder: str, base: JobManifest) -> PreviousRun:
+    """The run in `folder`, checked against the new run's manifest `base` (made before the
+    run: its model and poolings); a ValueError in one line naming what stands in the way."""
+    folder = folder.rstrip("/")
+    try:
+        previous = JobManifest.read(folder)
+    except ValueError as e:
+        raise _refused(folder, str(e)) from e
+    if previous.granularity != "sentence" or base.granularity != "sentence":
+        raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
+                               "(the previous run's granularity is "
+                               f"{previous.granularity!r})")
+    diffs = _differences(previous, base)
+    if diffs:
+        raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
+                               "mix with new ones: " + "; ".join(diffs))
+    if not previous.text_column:
+        raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
+                               "text to match against this run's texts")
+    if not previous.files.get(PARQUET):
+        raise _refused(folder, f"it has no Parquet shards (formats {previous.formats}); reuse "
+                               "reads Parquet")
+    es = load_embedding_set(folder)
+    try:
+        shards = check_shards(es, PARQUET)
+    except IncompleteInput as e:
+        raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
+    with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    return PreviousRun(
+        folder=folder, shards=shards,
+        columns=tuple((p.column, p.width) for p in es.poolings),
+        reused_from={"output": folder, "started_at": previous.started_at,
+                     "finished_at": previous.finished_at,
+                     "fingerprint": previous.model.get("fingerprint"),
+                     "manifest_sha256": digest,
+                     "rows": int(previous.counts.get("embedded", 0))})
+
+
+class ReadPreviousRows(beam.DoFn):
+    """A previous run's Parquet shard -> (text key, (vectors per column, num_tokens, truncated)),
+    the vectors as stored (float32, bit for bit)."""
+
+    def __init__(self, columns: tuple[tuple[str, int], ...]):
+        self._columns = columns
+
+    def process(self, path: str):
+        import pyarrow.parquet as pq
+
+        from pipeline.common.vectors import vector_matrix
+
+        names = [c for c, _ in self._columns]
+        with FileSystems.open(path) as f:
+            shard = pq.ParquetFile(f)
+            for group in range(shard.num_row_groups):
+                table = shard.read_row_group(group, ["text", *names, "num_tokens", "truncated"])
+                vectors = [vector_matrix(table.column(c), w, c) for c, w in self._columns]
+                tokens = table.column("num_tokens").to_pylist()
+                truncated = table.column("truncated").to_pylist()
+                for i, text in enumerate(table.column("text").to_pylist()):
+                    yield text_key(text), (tuple(v[i].copy() for v in vectors), tokens[i],
+                                           truncated[i])

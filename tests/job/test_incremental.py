@@ -1,0 +1,196 @@
+"""--dedupe and --reuse through `beam-embed run`, on the tiny random BERT export: what reaches the
+encoder, every record's row, vectors against the numpy BERT and against the previous run's bits,
+and the refusals (exit 2, one line naming why) before any data is read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from models.embedder import Embedder
+from pipeline.job.command import main
+from tests.bert_reference import tiny_poolings
+from tests.job_helpers import dead_letters, parquet_rows, run_job, tfrecord_rows, write_lines
+
+pytestmark = pytest.mark.pipeline  # whole jobs through the command
+
+DISTINCT = ["the cat sat on the mat .", "a dog", "the river bank was big and small",
+            "money is money , the bank is big !", "play"]
+# 12 records, 5 distinct texts (one only after --clean's whitespace clean-up), one empty
+CORPUS = [DISTINCT[0], DISTINCT[1], DISTINCT[0], "  a   dog ", DISTINCT[2], DISTINCT[3],
+          DISTINCT[0], DISTINCT[4], DISTINCT[1], "", DISTINCT[2], DISTINCT[3]]
+NEW = ["the small dog sat on a big mat ?", "x is x", DISTINCT[4]]
+ARGS = ("--pooling", "mean,cls", "--batch_tokens", "64", "--format", "parquet,tfrecord")
+
+
+@pytest.fixture
+def encoded(monkeypatch):
+    """Every text the encoder embeds in this process (the job runs in-process), in order."""
+    seen, original = [], Embedder.embed
+
+    def counted(self, texts):
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(Embedder, "embed", counted)
+    return seen
+
+
+def _reference(weights, texts):
+    ref, lengths = tiny_poolings(weights, texts)
+    return {t: (ref["mean"][i], ref["cls"][i], lengths[i]) for i, t in enumerate(texts)}
+
+
+def _check_vectors(rows, weights, texts):
+    ref = _reference(weights, sorted(set(texts)))
+    for row in rows.values():
+        mean, cls, n = ref[row["text"]]
+        np.testing.assert_allclose(row["mean"], mean, atol=1e-5)
+        np.testing.assert_allclose(row["cls"], cls, atol=1e-5)
+        assert row["num_tokens"] == n
+
+
+def _stored(row) -> tuple:
+    """What a copied row must repeat exactly: its vectors' float32 bytes, token count, flag."""
+    return (np.float32(row["mean"]).tobytes(), np.float32(row["cls"]).tobytes(),
+            row["num_tokens"], row["truncated"])
+
+
+def _by_text(output) -> dict[str, set]:
+    """text -> the stored values of its rows (a text's copies in one run, embedded in batches
+    of other lengths, may differ in their last bits)."""
+    out = {}
+    for row in parquet_rows(output).values():
+        out.setdefault(row["text"], set()).add(_stored(row))
+    return out
+
+
+@pytest.fixture(scope="module")
+def first_run(tiny_export, tmp_path_factory):
+    """A plain run on CORPUS: (corpus path, output folder, manifest)."""
+    folder = tmp_path_factory.mktemp("first")
+    corpus = write_lines(str(folder / "corpus.txt"), CORPUS)
+    out = str(folder / "out")
+    return corpus, out, run_job(out, "--input", corpus, "--model", tiny_export, *ARGS)
+
+
+def test_dedupe_encodes_each_distinct_text_once(tiny_export, tiny_checkpoint, first_run,
+                                                tmp_path, encoded):
+    corpus, plain_out, plain = first_run
+    out = str(tmp_path / "dedupe")
+    manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS, "--dedupe")
+    from_corpus = [t for t in encoded if t in DISTINCT]
+    assert sorted(from_corpus) == sorted(DISTINCT)  # each once, the cleaned copy included
+    c = manifest["counts"]
+    assert (c["distinct_texts"], c["encoded"], c["embedded"]) == (5, 5, 11)
+    assert c["skipped_empty"] == 1 and c["read"] == plain["counts"]["read"] == 12
+    assert "reused" not in c and "reused_from" not in manifest
+    rows, base = parquet_rows(out), parquet_rows(plain_out)
+    assert set(rows) == set(base) and len(rows) == 11  # every record its own row
+    for rid, row in rows.items():
+        assert row["text"] == base[rid]["text"]
+        np.testing.assert_allclose(row["mean"], base[rid]["mean"], atol=1e-6)
+    _check_vectors(rows, tiny_checkpoint[1], DISTINCT)
+    assert set(tfrecord_rows(out)) == set(rows)
+    assert [d["kind"] for d in dead_letters(out)] == ["empty"]
+
+
+def test_reuse_copies_stored_rows_and_encodes_only_new_texts(tiny_export, tiny_checkpoint,
+                                                             first_run, tmp_path, encoded):
+    _, previous, first = first_run
+    corpus = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
+    out = str(tmp_path / "reuse")
+    manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS,
+                       "--reuse", previous + "/")
+    assert sorted(t for t in encoded if t in DISTINCT + NEW) == sorted(NEW[:2])
+    c = manifest["counts"]
+    assert (c["reused"], c["encoded"], c["embedded"], c["distinct_texts"]) == (12, 2, 14, 7)
+    assert manifest["reused_from"] == {
+        "output": previous, "started_at": first["started_at"],
+        "finished_at": first["finished_at"], "fingerprint": first["model"]["fingerprint"],
+        "manifest_sha256": manifest["reused_from"]["manifest_sha256"], "rows": 11}
+    assert len(manifest["reused_from"]["manifest_sha256"]) == 16
+    rows, old = parquet_rows(out), _by_text(previous)
+    assert len(rows) == 14 and all(rid.startswith(corpus + ":") for rid in rows)
+    for row in rows.values():
+        if row["text"] in old:  # copied: one of the previous run's rows, bit for bit
+            assert _stored(row) in old[row["text"]]
+    _check_vectors(rows, tiny_checkpoint[1], DISTINCT + NEW)
+    examples = tfrecord_rows(out)
+    for rid, row in rows.items():
+        np.testing.assert_array_equal(examples[rid]["mean"], np.float32(row["mean"]))
+
+
+def test_reuse_of_the_folder_it_overwrites(tiny_export, first_run, tmp_path, encoded):
+    corpus, previous, _ = first_run
+    out = str(tmp_path / "same")
+    shutil.copytree(previous, out)
+    before = _by_text(out)
+    grown = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
+    manifest = run_job(out, "--input", grown, "--model", tiny_export, *ARGS, "--reuse", out,
+                       "--overwrite")
+    assert manifest["counts"]["reused"] == 12 and manifest["reused_from"]["output"] == out
+    rows = parquet_rows(out)
+    assert len(rows) == 14
+    for row in rows.values():
+        if row["text"] in before:
+            assert _stored(row) in before[row["text"]]
+
+
+def _refused(capsys, out, *args) -> str:
+    capsys.readouterr()
+    code = main(["--output", out, "--progress_every", "0", *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not os.path.exists(os.path.join(out, "manifest.json"))
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_reuse_refuses_other_settings(tiny_export, text_in, first_run, tmp_path, capsys,
+                                      encoded):
+    corpus, previous, _ = first_run
+    out = str(tmp_path / "out")
+    line = _refused(capsys, out, "--input", corpus, "--encoder", text_in[0], "--reuse", previous)
+    assert "other settings" in line and "model (fingerprint)" in line and "poolings" in line
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, "--pooling", "mean",
+                    "--reuse", previous)
+    assert "poolings mean (8), cls (8), this run's mean (8)" in line
+    assert "fingerprint" not in line
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS,
+                    "--max_seq_length", "32", "--reuse", previous)
+    assert "max length 64, this run's 32" in line
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS,
+                    "--granularity", "token", "--reuse", previous)
+    assert "--reuse applies to sentence vectors" in line
+    assert not set(encoded) & set(CORPUS)  # refused before any record was read
+
+
+def test_reuse_refuses_incomplete_or_unmatchable_runs(tiny_export, first_run, tmp_path, capsys):
+    corpus, previous, _ = first_run
+    out = str(tmp_path / "out")
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS,
+                    "--reuse", str(tmp_path))
+    assert f"--reuse {str(tmp_path)!r}: no manifest.json" in line
+
+    cut = str(tmp_path / "cut")
+    shutil.copytree(previous, cut)
+    shard = sorted(f for f in os.listdir(cut) if f.endswith(".parquet"))[0]
+    with open(os.path.join(cut, shard), "r+b") as f:
+        f.truncate(os.path.getsize(f.name) // 2)
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS, "--reuse", cut)
+    assert "its shards are incomplete" in line and shard in line
+
+    os.remove(os.path.join(cut, shard))
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS, "--reuse", cut)
+    assert f"{shard} is missing" in line
+
+    textless = str(tmp_path / "textless")
+    run_job(textless, "--input", corpus, "--model", tiny_export, *ARGS, "--no-include_text")
+    line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS,
+                    "--reuse", textless)
+    assert "--no-include_text" in line
