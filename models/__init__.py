@@ -12,6 +12,7 @@
     saved_model.py    a SavedModel's fingerprint and position count, read without loading it
                       (the Encoder interface's defaults for SavedModel kinds)
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
+    gcs_copy.py       a gs:// model's local copy in the cache, fetched through Beam's filesystem
     tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls
     export_format.py  an export folder's metadata file name, format version and check: read by
                       runs, written by export/ (no TensorFlow)
@@ -23,6 +24,6 @@
 
 May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
 embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py, cpu.py,
-export_format.py, tf_import.py, saved_model.py and hub_loader.py import none at module import
+export_format.py, tf_import.py, saved_model.py, gcs_copy.py and hub_loader.py import none at module import
 time.
 """

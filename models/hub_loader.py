@@ -13,6 +13,8 @@ import os
 import re
 import threading
 
+from models.gcs_copy import GS, local_copy
+
 
 class HandleError(ValueError):
     """A model handle that cannot be loaded; the message says which and what to do."""
@@ -223,11 +225,16 @@ def load_handle(handle: str, tags=None):
     import tensorflow as tf
 
     _check_local(handle)
+    folder = handle
     if not downloads(handle):
-        check_variables(handle)  # a file cut short, named here rather than deep in the restore
+        try:
+            folder = local_copy(handle)  # gs:// read through Beam (models/gcs_copy.py)
+        except OSError as e:
+            raise _cannot(handle, e) from e
+        check_variables(folder)  # a file cut short, named here rather than deep in the restore
     try:
         if not downloads(handle):
-            return _load_saved_model(handle, tags)
+            return _load_saved_model(folder, tags)
         import tensorflow_hub as hub
 
         return hub.load(handle, tags=tags)
@@ -236,14 +243,14 @@ def load_handle(handle: str, tags=None):
 
 
 def resolve_handle(handle: str) -> str:
-    """The folder holding the handle's SavedModel: a URL is downloaded into TF-Hub's cache;
-    local and gs:// folders are themselves."""
+    """The folder holding the handle's SavedModel: a URL is downloaded into TF-Hub's cache, a
+    gs:// folder copied into ours (models/gcs_copy.py); local folders are themselves."""
     import tensorflow as tf
     import tensorflow_hub as hub
 
     _check_local(handle)
     try:
-        return hub.resolve(handle)
+        return local_copy(handle) if handle.startswith(GS) else hub.resolve(handle)
     except (OSError, ValueError, tf.errors.OpError, RuntimeError) as e:
         raise _cannot(handle, e) from e
 

@@ -16,6 +16,7 @@ import sys
 
 import yaml
 
+from models.gcs_copy import cache_dir, gs_names, local_copy
 from models.hub_loader import is_remote
 
 
@@ -60,10 +61,6 @@ def load_presets(path: str = PRESETS_FILE) -> dict[str, dict]:
     return presets
 
 
-def cache_dir() -> str:
-    return os.path.expanduser(os.environ.get("BEAM_EMBED_CACHE", "~/.cache/beam-embed"))
-
-
 def checkpoint_folder(checkpoint: str) -> str:
     if checkpoint.startswith("package:"):
         package = checkpoint.split(":", 1)[1]
@@ -101,7 +98,10 @@ def from_export(folder: str, name: str | None = None) -> ModelSpec:
     from models.encoders import KINDS
     from models.export_format import METADATA_FILE, REEXPORT, ExportError, check_export
 
-    meta = check_export(folder)
+    try:  # a gs:// export is checked, and later loaded, in its local copy
+        meta = check_export(local_copy(folder))
+    except ExportError as e:
+        raise ExportError(gs_names(str(e))) from e
     where = os.path.join(folder, METADATA_FILE)
     if meta["kind"] not in KINDS:
         raise ExportError(f"{where} has kind {meta['kind']!r}; expected one of {sorted(KINDS)}; "
@@ -163,7 +163,7 @@ def _is_saved_model(folder: str) -> bool:
 
     if folder.startswith(("http://", "https://")):
         return True
-    return tf.io.gfile.exists(os.path.join(folder, "saved_model.pb"))
+    return tf.io.gfile.exists(local_copy(os.path.join(folder, "saved_model.pb")))
 
 
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:

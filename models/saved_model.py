@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from models.hub_loader import is_remote
+from models.hub_loader import is_remote, resolve_handle
 
 
 def fingerprint(*handles: str | None) -> str:
@@ -31,11 +31,9 @@ def fingerprint(*handles: str | None) -> str:
 
 
 def _local_folder(handle: str) -> str:
-    """A TF-Hub URL's cached copy (already downloaded when the model was loaded)."""
-    if is_remote(handle) and not handle.startswith("gs://"):
-        import tensorflow_hub as hub
-
-        return hub.resolve(handle)
+    """A TF-Hub URL's or a gs:// folder's cached copy (made when the model was loaded)."""
+    if is_remote(handle):
+        return resolve_handle(handle)
     return handle
 
 

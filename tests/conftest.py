@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random checkpoints and their exports, and the packaged MiniLM export."""
+"""Shared fixtures: tiny random checkpoints and their exports, the packaged MiniLM export, and a
+Cloud Storage emulator for gs:// paths."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import pytest
 
 from tests.bert_reference import write_checkpoint
+from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -88,3 +90,18 @@ def loads(monkeypatch):
 
     monkeypatch.setattr(hub_loader, "load_handle", counted)
     return seen
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator():
+    """A Cloud Storage emulator on a free loopback port for the whole session: its URL. It
+    fails the tests that use it, loudly, when it cannot start (never a skip)."""
+    with running_emulator() as url:
+        yield url
+
+
+@pytest.fixture
+def gcs(gcs_emulator, monkeypatch, request, tmp_path) -> GcsFolder:
+    """A test's own gs:// folder on the emulator, with this process pointed at the emulator."""
+    use_emulator(monkeypatch, gcs_emulator, str(tmp_path / "cache"))
+    return GcsFolder.new(gcs_emulator, request.node.name)

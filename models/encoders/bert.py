@@ -19,6 +19,7 @@ from models import cpu
 from models.choices import PRECISIONS
 from models.encoder import Encoder, Units, WordPieces
 from models.export_format import METADATA_FILE, precision_folder
+from models.gcs_copy import local_copy
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
 from models.warm_up import wait as wait_for_warm_up
@@ -56,7 +57,8 @@ def precision_handle(encoder: str, precision: str) -> str:
     if precision == "fp32" or downloads(encoder):
         return encoder
     folder = precision_folder(encoder, precision)
-    return folder if tf.io.gfile.exists(os.path.join(folder, "saved_model.pb")) else encoder
+    return folder if tf.io.gfile.exists(local_copy(os.path.join(folder, "saved_model.pb"))) \
+        else encoder
 
 
 def load_pair(encoder: str, preprocessor: str, precision: str = "fp32"):
@@ -108,7 +110,7 @@ def select_precision(encoder, handle: str, precision: str, own: bool = False):
 
 def export_metadata(encoder: str) -> dict:
     """The beam_embed.json of the export `encoder` is in, else {} (a TF-Hub encoder)."""
-    meta = os.path.join(os.path.dirname(encoder.rstrip("/")), METADATA_FILE)
+    meta = local_copy(os.path.join(os.path.dirname(encoder.rstrip("/")), METADATA_FILE))
     if not tf.io.gfile.exists(meta):
         return {}
     with tf.io.gfile.GFile(meta) as f:

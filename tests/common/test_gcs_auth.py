@@ -18,6 +18,7 @@ import pytest
 
 from pipeline.common import exits
 from pipeline.common.gcs_auth import ANONYMOUS
+from tests.gcs_emulator import GcsFolder
 from tests.job_helpers import parquet_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,41 +139,23 @@ def test_the_cli_set_up_imports_no_beam_until_a_command_needs_it(no_credentials)
     assert done.stdout.split() == ["False", "True"], done.stderr[-3000:]
 
 
-@pytest.fixture
-def emulator():
-    """A Cloud Storage emulator on a free loopback port, with a bucket `bkt`: its URL."""
-    from gcp_storage_emulator.server import create_server
-
-    server = create_server("127.0.0.1", 0, in_memory=True, default_bucket="bkt")
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
-    finally:
-        server.stop()
-
-
 @pytest.mark.pipeline
 def test_a_run_reads_gs_from_an_emulator_without_waiting_or_warning(tiny_export, tmp_path,
-                                                                    no_credentials, emulator):
-    from google.cloud import storage
-
-    env = {**no_credentials, "STORAGE_EMULATOR_HOST": emulator}
-    os.environ["STORAGE_EMULATOR_HOST"] = emulator  # for this test's own client only
-    try:
-        bucket = storage.Client.create_anonymous_client().bucket("bkt")
-        bucket.blob("in/corpus.txt").upload_from_string("the cat sat\nthe dog ran\n")
-    finally:
-        del os.environ["STORAGE_EMULATOR_HOST"]
+                                                                    no_credentials,
+                                                                    gcs_emulator):
+    env = {**no_credentials, "STORAGE_EMULATOR_HOST": gcs_emulator}
+    folder = GcsFolder.new(gcs_emulator, "auth")
+    corpus = folder.upload("in/corpus.txt", "the cat sat\nthe dog ran\n")
     out = tmp_path / "out"
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", "--input", "gs://bkt/in/*.txt", "--model",
-         tiny_export, "--output", str(out), "--progress_every", "0"], cwd=ROOT, env=env,
+        [sys.executable, "-m", "pipeline.cli", "run", "--input", folder.path("in/*.txt"),
+         "--model", tiny_export, "--output", str(out), "--progress_every", "0"], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=600)
     took = time.monotonic() - began
     assert done.returncode == exits.OK, done.stderr[-3000:]
     assert {r["text"] for r in parquet_rows(str(out)).values()} == {"the cat sat", "the dog ran"}
-    assert {r["source"] for r in parquet_rows(str(out)).values()} == {"gs://bkt/in/corpus.txt"}
+    assert {r["source"] for r in parquet_rows(str(out)).values()} == {corpus}
     lines = done.stderr.splitlines()
     assert all(LINE.fullmatch(x) for x in lines), lines  # the tool's own lines only
     assert not any("credentials" in x for x in lines)
