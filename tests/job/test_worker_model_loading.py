@@ -1,5 +1,6 @@
-"""Model loading as a Dataflow worker does it: a handle on a TensorFlow filesystem (`ram://`
-here, the same `tf.io.gfile` path as `gs://`), loaded once per process and shared by threads."""
+"""Model loading as a Dataflow worker does it: a handle on a remote filesystem that TensorFlow
+reads itself (`ram://` here; gs:// handles are read from a local copy, models/gcs_copy.py, and
+tests/gcs/ runs them), loaded once per process and shared by threads."""
 
 from __future__ import annotations
 
