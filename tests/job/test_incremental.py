@@ -194,3 +194,17 @@ def test_reuse_refuses_incomplete_or_unmatchable_runs(tiny_export, first_run, tm
     line = _refused(capsys, out, "--input", corpus, "--model", tiny_export, *ARGS,
                     "--reuse", textless)
     assert "--no-include_text" in line
+
+
+def test_reuse_from_gs(tiny_export, first_run, gcs, tmp_path, encoded):
+    corpus, previous, first = first_run
+    remote = gcs.upload_tree(previous, "previous")  # a finished run, as a bucket holds it
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS, "--reuse", remote)
+    assert not set(encoded) & set(CORPUS)  # every text copied, none encoded
+    c = manifest["counts"]
+    assert (c["reused"], c["encoded"], c["embedded"]) == (11, 0, 11)
+    assert manifest["reused_from"]["output"] == remote
+    assert manifest["reused_from"]["finished_at"] == first["finished_at"]
+    old = _by_text(previous)
+    assert all(_stored(row) in old[row["text"]] for row in parquet_rows(out).values())
