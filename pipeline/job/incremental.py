@@ -85,10 +85,11 @@ class EmbedDistinct(beam.PTransform):
             grouped = (keyed | "GroupTexts" >> beam.GroupByKey()
                        | "AsGroups" >> beam.MapTuple(lambda k, rs: (k, {NEW: rs})))
         else:
+            read = ReadPreviousRows(previous.columns, previous.format)
             rows = (records.pipeline
                     | "ListPrevious" >> beam.Create(previous.shards)
                     | "SpreadPrevious" >> beam.Reshuffle()
-                    | "ReadPrevious" >> beam.ParDo(ReadPreviousRows(previous.columns)))
+                    | "ReadPrevious" >> beam.ParDo(read))
             grouped = {NEW: keyed, PREVIOUS: rows} | "MatchTexts" >> beam.CoGroupByKey()
         routed = grouped | "Route" >> beam.ParDo(_Route(self._dedupe)).with_outputs(
             REUSED, COUNTS, main="encode")

@@ -23,7 +23,8 @@ from pipeline.common.errors import IncompleteInput, one_line
 from pipeline.common.manifest import MANIFEST, JobManifest, load_embedding_set
 from pipeline.common.shards import check_shards
 
-PARQUET = "parquet"
+PARQUET, TFRECORD = "parquet", "tfrecord"
+READ = (PARQUET, TFRECORD)  # the formats reuse reads, the first one a run wrote
 # What decides a stored vector besides its text, per key of the manifest's `model`; the
 # poolings (names, columns, widths, normalization) are compared whole.
 MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
@@ -43,6 +44,7 @@ class PreviousRun:
     manifest records about it (`reused_from`)."""
     folder: str
     shards: tuple[str, ...]
+    format: str  # the shards' format: Parquet when the run wrote it, else TFRecord
     columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
     reused_from: dict
 
@@ -66,6 +68,27 @@ def _poolings(manifest: JobManifest) -> str:
                      for p in manifest.poolings) or "none"
 
 
+def _checked(es, fmt: str) -> tuple[str, ...]:
+    """The shards, each present and holding the rows the manifest counts (an IncompleteInput
+    naming the first that does not): Parquet by its footer, TFRecord by its records' framing,
+    so a damaged run is refused before any data is read, not halfway through the job."""
+    from pipeline.common.shards import expected_rows, tfrecord_rows
+
+    shards = check_shards(es, fmt)
+    if fmt == TFRECORD:
+        total = 0
+        for path in shards:
+            n, expected = tfrecord_rows(path), expected_rows(es, path)
+            if expected is not None and n != expected:
+                raise IncompleteInput(f"{path} holds {n} records, but {es.manifest_path} "
+                                      f"counts {expected}")
+            total += n
+        if total != es.counts.get("embedded", total):
+            raise IncompleteInput(f"the TFRecord shards listed in {es.manifest_path} hold "
+                                  f"{total} records, but it counts {es.counts['embedded']}")
+    return shards
+
+
 def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     """The run in `folder`, checked against the new run's manifest `base` (made before the
     run: its model and poolings); a ValueError in one line naming what stands in the way."""
@@ -85,18 +108,19 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
-    if not previous.files.get(PARQUET):
-        raise _refused(folder, f"it has no Parquet shards (formats {previous.formats}); reuse "
-                               "reads Parquet")
+    fmt = next((f for f in READ if previous.files.get(f)), None)
+    if fmt is None:
+        raise _refused(folder, f"it has no Parquet or TFRecord shards (formats "
+                               f"{previous.formats}); reuse reads one of them")
     es = load_embedding_set(folder)
     try:
-        shards = check_shards(es, PARQUET)
+        shards = _checked(es, fmt)
     except IncompleteInput as e:
         raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
     with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     return PreviousRun(
-        folder=folder, shards=shards,
+        folder=folder, shards=shards, format=fmt,
         columns=tuple((p.column, p.width) for p in es.poolings),
         reused_from={"output": folder, "started_at": previous.started_at,
                      "finished_at": previous.finished_at,
@@ -106,13 +130,16 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
 
 
 class ReadPreviousRows(beam.DoFn):
-    """A previous run's Parquet shard -> (text key, (vectors per column, num_tokens, truncated)),
-    the vectors as stored (float32, bit for bit)."""
+    """A previous run's shard -> (text key, (vectors per column, num_tokens, truncated)), the
+    vectors as stored (float32, bit for bit)."""
 
-    def __init__(self, columns: tuple[tuple[str, int], ...]):
-        self._columns = columns
+    def __init__(self, columns: tuple[tuple[str, int], ...], fmt: str = PARQUET):
+        self._columns, self._format = columns, fmt
 
     def process(self, path: str):
+        if self._format == TFRECORD:
+            yield from self._tfrecord(path)
+            return
         import pyarrow.parquet as pq
 
         from pipeline.common.vectors import vector_matrix
@@ -128,3 +155,16 @@ class ReadPreviousRows(beam.DoFn):
                 for i, text in enumerate(table.column("text").to_pylist()):
                     yield text_key(text), (tuple(v[i].copy() for v in vectors), tokens[i],
                                            truncated[i])
+
+    def _tfrecord(self, path: str):
+        import numpy as np
+        import tensorflow as tf
+
+        from pipeline.common.shards import tfrecord_records
+
+        for record in tfrecord_records(path):  # CRC-checked
+            f = tf.train.Example.FromString(record).features.feature
+            vectors = tuple(np.array(f[c].float_list.value, np.float32) for c, _ in self._columns)
+            yield text_key(f["text"].bytes_list.value[0].decode("utf-8")), (
+                vectors, int(f["num_tokens"].int64_list.value[0]),
+                bool(f["truncated"].int64_list.value[0]))

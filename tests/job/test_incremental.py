@@ -208,3 +208,31 @@ def test_reuse_from_gs(tiny_export, first_run, gcs, tmp_path, encoded):
     assert manifest["reused_from"]["finished_at"] == first["finished_at"]
     old = _by_text(previous)
     assert all(_stored(row) in old[row["text"]] for row in parquet_rows(out).values())
+
+
+def test_reuse_of_a_tfrecord_only_run(tiny_export, tmp_path, capsys, encoded):
+    corpus = write_lines(str(tmp_path / "corpus.txt"), CORPUS)
+    previous = str(tmp_path / "previous")
+    run_job(previous, "--input", corpus, "--model", tiny_export, *ARGS[:4], "--format",
+            "tfrecord")
+    stored = {}
+    for row in tfrecord_rows(previous).values():
+        stored.setdefault(row["text"], set()).add(row["mean"].tobytes())
+    grown = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
+    out = str(tmp_path / "out")
+    encoded.clear()
+    manifest = run_job(out, "--input", grown, "--model", tiny_export, *ARGS[:4], "--format",
+                       "parquet", "--reuse", previous)
+    assert sorted(t for t in encoded if t in DISTINCT + NEW) == sorted(NEW[:2])
+    assert manifest["counts"]["reused"] == 12
+    rows = parquet_rows(out)
+    assert sum(np.float32(r["mean"]).tobytes() in stored.get(r["text"], ()) for r in
+               rows.values()) == 12
+
+    shard = os.path.join(previous, next(f for f in os.listdir(previous)
+                                        if f.endswith(".tfrecord")))
+    with open(shard, "r+b") as f:
+        f.truncate(os.path.getsize(shard) - 3)
+    line = _refused(capsys, str(tmp_path / "again"), "--input", grown, "--model", tiny_export,
+                    *ARGS[:4], "--reuse", previous)
+    assert "its shards are incomplete" in line and "cut short" in line
