@@ -31,6 +31,7 @@ from pipeline.job.dataflow.describe import describe
 from pipeline.job.dataflow.offline import build_job, is_dataflow, require
 from pipeline.job.dataflow.options import DryRunOptions
 from pipeline.job.flags import JobFlags
+from pipeline.job.reuse import unread_previous
 from pipeline.job.sources import expand_inputs
 
 __all__ = ["dry_run"]
@@ -110,6 +111,10 @@ def dry_run(flags: JobFlags, options) -> int:
     loaded = not any(h and is_remote(h) for h in (spec.encoder, spec.preprocessor))
     widths = probe_widths(cfg) if loaded else unprobed_widths(cfg)
     files, inputs = offline_inputs(cfg.inputs)
+    if cfg.reuse:  # described, not read: the run checks and reads it
+        cfg = dataclasses.replace(cfg, previous=unread_previous(cfg.reuse, widths))
+        notes = [*notes, f"--reuse {cfg.reuse}: the previous run is checked (model, poolings, "
+                         "shards) and read when the job runs; the dry run reads nothing of it"]
     workers = options.view_as(DirectOptions).direct_num_workers or 1
     proto, job, staged = build_job(
         options, lambda p: build_pipeline(p, cfg, files, widths, workers))

@@ -129,6 +129,12 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
                      "rows": int(previous.counts.get("embedded", 0))})
 
 
+def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> PreviousRun:
+    """The previous run as a dry run describes it, without reading it (no shards)."""
+    return PreviousRun(folder=folder, shards=(), format=PARQUET, columns=columns,
+                       reused_from={"output": folder})
+
+
 class ReadPreviousRows(beam.DoFn):
     """A previous run's shard -> (text key, (vectors per column, num_tokens, truncated)), the
     vectors as stored (float32, bit for bit)."""

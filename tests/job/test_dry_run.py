@@ -226,3 +226,15 @@ def test_offline_prerequisites_are_named(tmp_path, capsys):
     assert "needs --temp_location" in capsys.readouterr().err
     assert dry_run(str(tmp_path), "--config", GPU_CONFIG, "--temp_location", "gs://x")[0] == 2
     assert "'gs://x' is not a valid gs://bucket/path" in capsys.readouterr().err
+
+
+def test_dedupe_and_reuse_steps_are_described_without_reading_the_previous_run(tmp_path):
+    code, job, _ = dry_run(str(tmp_path), "--config", GPU_CONFIG, "--dedupe",
+                           "--reuse", "gs://no-such-bucket/previous")
+    assert code == 0
+    names = {s["name"] for s in job["steps"]}
+    for step in ("EmbedRecords/KeyByText", "EmbedRecords/ReadPrevious",
+                 "EmbedRecords/MatchTexts", "EmbedRecords/Encode/RunInference",
+                 "EmbedRecords/BatchReused"):
+        assert step in names, sorted(names)
+    assert any("--reuse gs://no-such-bucket/previous" in w for w in job["warnings"])
