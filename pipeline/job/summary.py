@@ -77,6 +77,13 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
     log(f"done: read {c['read']}, embedded {c['embedded']} ({c['truncated']} truncated), skipped "
         f"empty {c['skipped_empty']}, dead-lettered {c['dead_lettered']}, {c['tokens']} tokens in "
         f"{manifest.wall_time_s:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")
+    if "encoded" in c:  # --dedupe, --reuse
+        line = (f"encoded {c['encoded']} text(s) for {c['embedded']} rows "
+                f"({c['distinct_texts']} distinct texts)")
+        if manifest.reused_from is not None:
+            line += (f"; copied {c['reused']} rows' vectors from "
+                     f"{manifest.reused_from['output']}")
+        log(line)
     errors = manifest.errors_files
     if c["dead_lettered"]:
         reasons = "; ".join(f"{n} x {r}" for r, n in top_reasons(output, errors))

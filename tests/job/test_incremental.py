@@ -78,10 +78,12 @@ def first_run(tiny_export, tmp_path_factory):
 
 
 def test_dedupe_encodes_each_distinct_text_once(tiny_export, tiny_checkpoint, first_run,
-                                                tmp_path, encoded):
+                                                tmp_path, encoded, capsys):
     corpus, plain_out, plain = first_run
     out = str(tmp_path / "dedupe")
+    capsys.readouterr()
     manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS, "--dedupe")
+    assert "encoded 5 text(s) for 11 rows (5 distinct texts)\n" in capsys.readouterr().err
     from_corpus = [t for t in encoded if t in DISTINCT]
     assert sorted(from_corpus) == sorted(DISTINCT)  # each once, the cleaned copy included
     c = manifest["counts"]
@@ -99,12 +101,16 @@ def test_dedupe_encodes_each_distinct_text_once(tiny_export, tiny_checkpoint, fi
 
 
 def test_reuse_copies_stored_rows_and_encodes_only_new_texts(tiny_export, tiny_checkpoint,
-                                                             first_run, tmp_path, encoded):
+                                                             first_run, tmp_path, encoded,
+                                                             capsys):
     _, previous, first = first_run
     corpus = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
     out = str(tmp_path / "reuse")
+    capsys.readouterr()
     manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS,
                        "--reuse", previous + "/")
+    assert (f"encoded 2 text(s) for 14 rows (7 distinct texts); copied 12 rows' vectors from "
+            f"{previous}\n") in capsys.readouterr().err
     assert sorted(t for t in encoded if t in DISTINCT + NEW) == sorted(NEW[:2])
     c = manifest["counts"]
     assert (c["reused"], c["encoded"], c["embedded"], c["distinct_texts"]) == (12, 2, 14, 7)
