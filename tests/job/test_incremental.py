@@ -242,3 +242,24 @@ def test_reuse_of_a_tfrecord_only_run(tiny_export, tmp_path, capsys, encoded):
     line = _refused(capsys, str(tmp_path / "again"), "--input", grown, "--model", tiny_export,
                     *ARGS[:4], "--reuse", previous)
     assert "its shards are incomplete" in line and "cut short" in line
+
+
+def test_dedupe_dead_letters_every_record_of_a_text_the_encoder_fails(tiny_export, first_run,
+                                                                      tmp_path, monkeypatch):
+    corpus, _, _ = first_run
+    original = Embedder.embed
+
+    def failing(self, texts):
+        if "a dog" in texts:
+            raise RuntimeError("no dogs")
+        return original(self, texts)
+
+    monkeypatch.setattr(Embedder, "embed", failing)
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--input", corpus, "--model", tiny_export, *ARGS, "--dedupe")
+    failed = [d for d in dead_letters(out) if d["kind"] == "error"]
+    assert sorted(d["id"] for d in failed) == [f"{corpus}:{i}" for i in (2, 4, 9)]
+    assert all("no dogs" in d["reason"] and d["excerpt"] == "a dog" for d in failed)
+    c = manifest["counts"]
+    assert (c["embedded"], c["dead_lettered"], c["encoded"]) == (8, 3, 5)
+    assert len(parquet_rows(out)) == 8
