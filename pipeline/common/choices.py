@@ -9,3 +9,5 @@ INPUT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "tfrecord")  # job.fo
 # (pipeline.common.output_formats), so a format registered later is accepted too.
 FORMATS = names()
 SPLIT_MODES = ("none", "sentences")
+# How sentence vectors are stored (pipeline.common.vector_dtypes); float32 is the model's own.
+VECTOR_DTYPES = ("float32", "float16", "int8", "binary")

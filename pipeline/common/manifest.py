@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.common import output_formats
 from pipeline.common.errors import one_line
+from pipeline.common.vector_dtypes import StoredVectors
 
 MANIFEST = "manifest.json"
 PREFIX = "embeddings"
@@ -65,7 +66,11 @@ def make_folder(folder: str, flag: str = "--output") -> bool:
 
 # Each manifest's own version, written as its `format_version`; a reader refuses any other, so a
 # change that older readers would misread bumps it. One meaning per constant:
-JOB_MANIFEST_VERSION = 1  # `beam-embed run`'s manifest.json (JobManifest)
+JOB_MANIFEST_VERSION = 2  # `beam-embed run`'s manifest.json (JobManifest): see below
+# Version 2 added `vector_dtype`. A run storing float32 vectors still writes version 1, without
+# the key, as before; one storing float16, int8 or binary writes 2, which older readers refuse
+# instead of reading int8 codes or packed bits as float vectors.
+JOB_MANIFEST_VERSIONS = (1, 2)  # what JobManifest reads
 PCA_MANIFEST_VERSION = 1  # `beam-embed pca`'s manifest.json (PcaManifest, "kind": "pca")
 DUPLICATE_EXAMPLE = "duplicate_id_example"  # the job manifest's key: the smallest duplicated id
 
@@ -94,17 +99,21 @@ class JobManifest:
     """`beam-embed run`'s manifest.json: the only code that writes it and reads it.
 
     Its keys, in the order written: granularity, tokens (token granularity only),
-    format_version, model, poolings, formats, text_column, metadata_columns, inputs, versions,
-    started_at, duplicate_id_example (only when ids repeat), reused_from (only with --reuse),
-    counts, files, errors_files, rows,
+    format_version, model, poolings, vector_dtype (only when not float32), formats,
+    text_column, metadata_columns, inputs, versions, started_at, duplicate_id_example (only
+    when ids repeat), reused_from (only with --reuse), counts, files, errors_files, rows,
     finished_at, wall_time_s. A key an older run did not write reads as empty (`rows` came
-    later). The launcher makes one before the run (build.manifest_base); the last step of the
-    run completes it with what only the run knows (sinks.WriteManifest) and writes it."""
+    later; `vector_dtype` as float32). The launcher makes one before the run
+    (build.manifest_base); the last step of the run completes it with what only the run knows
+    (sinks.WriteManifest) and writes it."""
 
     model: dict  # name, kind, encoder, preprocessor, fingerprint, max_seq_length, long_text
-    poolings: list  # {"name", "column", "width", "normalize"} each; [] for token granularity
+    # {"name", "column", "width", "normalize"} each, int8 adding "scale" and "offset" (value =
+    # code * scale + offset, per dimension); [] for token granularity
+    poolings: list
     granularity: str = "sentence"
     tokens: dict | None = None  # token granularity: layer, unit, dtype, width
+    vector_dtype: str = "float32"  # how the poolings' vectors are stored (absent before: float32)
     formats: list = dataclasses.field(default_factory=list)  # as --format gave them
     text_column: bool = False
     metadata_columns: list = dataclasses.field(default_factory=list)
@@ -119,15 +128,18 @@ class JobManifest:
     rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows
     finished_at: str = ""
     wall_time_s: float = 0.0
-    format_version: int = JOB_MANIFEST_VERSION
+    format_version: int = JOB_MANIFEST_VERSION  # as read; written: written_version
     started_unix: float | None = None  # the launcher's clock, for wall_time_s; never written
 
     def to_json(self) -> dict:
         out = {"granularity": self.granularity}
         if self.tokens is not None:
             out["tokens"] = self.tokens
-        out.update({"format_version": self.format_version, "model": self.model,
-                    "poolings": self.poolings, "formats": self.formats,
+        out.update({"format_version": self.written_version, "model": self.model,
+                    "poolings": self.poolings})
+        if self.vector_dtype != "float32":  # float32 runs write what they always wrote
+            out["vector_dtype"] = self.vector_dtype
+        out.update({"formats": self.formats,
                     "text_column": self.text_column, "metadata_columns": self.metadata_columns,
                     "inputs": self.inputs, "versions": self.versions,
                     "started_at": self.started_at})
@@ -139,6 +151,10 @@ class JobManifest:
                     "errors_files": self.errors_files, "rows": self.rows,
                     "finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
         return out
+
+    @property
+    def written_version(self) -> int:
+        return 1 if self.vector_dtype == "float32" else JOB_MANIFEST_VERSION
 
     def write(self, folder: str) -> None:
         _write_json(folder, self.to_json())
@@ -162,9 +178,9 @@ class JobManifest:
             raise ValueError(f"{path} is not an embedding job's manifest (it has no poolings or "
                              "model); give the output folder of a finished `beam-embed run`")
         version = data.get("format_version")
-        if version != JOB_MANIFEST_VERSION:
+        if version not in JOB_MANIFEST_VERSIONS:
             raise ValueError(f"{path}: format_version {version!r} is not supported; "
-                             f"expected {JOB_MANIFEST_VERSION}")
+                             f"expected one of {list(JOB_MANIFEST_VERSIONS)}")
         return cls.from_json(data)
 
     @staticmethod
@@ -231,11 +247,26 @@ JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
 
 @dataclass(frozen=True)
 class PoolingColumn:
-    """One pooling's vector column in the embedding files."""
+    """One pooling's vector column in the embedding files, and how it is stored."""
     name: str
     column: str
     width: int
     normalize: bool
+    dtype: str = "float32"
+    scale: tuple = ()  # int8 only: pipeline.common.vector_dtypes
+    offset: tuple = ()
+
+    def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples
+        object.__setattr__(self, "scale", tuple(self.scale))
+        object.__setattr__(self, "offset", tuple(self.offset))
+
+    def stored(self) -> StoredVectors:
+        return StoredVectors(self.dtype, self.width, self.scale, self.offset)
+
+    @property
+    def unit_length(self) -> bool:
+        """The vectors read back are unit length (normalized and stored exactly)."""
+        return self.normalize and self.dtype == "float32"
 
 
 # The non-vector columns of every record and their Arrow types (`text` when the manifest says
@@ -304,7 +335,9 @@ def load_embedding_set(folder: str) -> EmbeddingSet:
     manifest = JobManifest.read(folder)
     path = FileSystems.join(folder, MANIFEST)
     poolings = tuple(PoolingColumn(p["name"], p["column"], int(p["width"]),
-                                   bool(p.get("normalize"))) for p in manifest.poolings)
+                                   bool(p.get("normalize")), manifest.vector_dtype,
+                                   p.get("scale", ()), p.get("offset", ()))
+                     for p in manifest.poolings)
     if not poolings:
         raise ValueError(f"{path} lists no poolings (a token-granularity run has one vector per "
                          "token, not per record)")

@@ -1,22 +1,26 @@
 """`beam-embed eval`: which model and pooling make the best sentence vector, in numbers.
 
     beam-embed eval [--pairs sts-dev.tsv] [--triplets FILE] --model minilm --model MODEL2 \
-        --pooling cls,pooled_output,mean,mean@-2 [--json]
+        --pooling cls,pooled_output,mean,mean@-2 [--vector-dtype float32,int8] [--json]
 
 Pairs (STS-style, scored): Spearman and Pearson correlation of the cosine similarity with the
 gold scores. Triplets (query, positive, negative): the share with cos(query, positive) >
 cos(query, negative). One row per model and pooling; every pooling of a model comes from one
 encoder pass, with the job's own encoder code, in this process (meant for files of thousands of
-pairs, not millions). Files, models and poolings are all checked before anything is embedded.
+pairs, not millions). `--vector-dtype` scores the vectors as a run with that --vector_dtype
+would store and read them back (int8 calibrated on a sample of the evaluated vectors), a row
+each. Files, models, poolings and dtypes are all checked before anything is embedded.
 Without --pairs or --triplets: the sample pairs (sample_pairs.py), a quick check.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
 
+from pipeline.common.choices import VECTOR_DTYPES
 from pipeline.common.errors import one_line_errors
 from pipeline.common.flags import CommandParser
 from pipeline.common.log import log
@@ -44,6 +48,9 @@ def parser() -> CommandParser:
                         "(default: each model's recommended one)")
     p.add_argument("--max-seq-length", type=int, help="tokens per text (default: the model's)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="texts per encoder call")
+    p.add_argument("--vector-dtype",
+                   help=f"comma-separated, of {list(VECTOR_DTYPES)}: score the vectors as a run "
+                        "storing them so would read them back (default float32, exact)")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     return p
 
@@ -53,11 +60,17 @@ def parse_args(argv: list[str]):
     args = p.parse(argv)
     if args.batch_size < 1:
         p.error(f"--batch-size must be a positive integer, got {args.batch_size}")
+    args.dtypes = tuple(d.strip() for d in (args.vector_dtype or "").split(",") if d.strip())
+    for dtype in args.dtypes:
+        if dtype not in VECTOR_DTYPES:
+            p.error(f"unknown --vector-dtype {dtype!r}; expected one of {list(VECTOR_DTYPES)}")
     return args
 
 
-def evaluate(found, embedder, datasets: list, batch_size: int) -> list[dict]:
-    """One row per (dataset, pooling) for one loaded model (`found`: an embed.Candidate)."""
+def evaluate(found, embedder, datasets: list, batch_size: int, dtypes=()) -> list[dict]:
+    """One row per (dataset, pooling, dtype) for one loaded model (`found`: an
+    embed.Candidate); `dtypes`: the --vector-dtype values given (none: float32, no dtype key)."""
+    from pipeline.common.vector_dtypes import stored_as
     from pipeline.evaluate.embed import embed_texts
     from pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
 
@@ -65,10 +78,15 @@ def evaluate(found, embedder, datasets: list, batch_size: int) -> list[dict]:
     rows, start = [], 0
     for data in datasets:
         n = len(data)
-        for spec, column in found.columns().items():
+        for (spec, column), dtype in itertools.product(found.columns().items(),
+                                                       dtypes or (None,)):
             v = vectors[column][start:start + len(data.texts())]
             row = {"model": found.label, "name": found.encoder.name, "pooling": spec,
                    "file": data.path, "n": n}
+            if dtype is not None:  # int8's ranges from all the texts' vectors, as a run's are
+                stored = stored_as(dtype, vectors[column])
+                v = stored.decode(stored.encode(v))
+                row["vector_dtype"] = dtype
             if isinstance(data, Pairs):
                 sims = cosine(v[:n], v[n:])
                 row.update(task="pairs", spearman=spearman(sims, data.scores),
@@ -87,11 +105,12 @@ def format_table(rows: list[dict]) -> str:
         picked = [r for r in rows if r["task"] == task]
         if not picked:
             continue
-        header = ("model", "pooling", task, *metrics)
-        cells = [header] + [(r["model"], r["pooling"], str(r["n"]),
-                             *(f"{r[m]:.4f}" for m in metrics)) for r in picked]
+        dtype = ("dtype",) if any("vector_dtype" in r for r in picked) else ()
+        header = ("model", "pooling", *dtype, task, *metrics)
+        cells = [header] + [(r["model"], r["pooling"], *(r["vector_dtype"] for _ in dtype),
+                             str(r["n"]), *(f"{r[m]:.4f}" for m in metrics)) for r in picked]
         widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
+        lines = ["  ".join(c.ljust(w) if i < 2 + len(dtype) else c.rjust(w) for i, (c, w) in
                            enumerate(zip(row, widths))) for row in cells]
         blocks.append("\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]))
     return "\n\n".join(blocks)
@@ -117,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for c, embedder in zip(found, embedders):
         began = time.monotonic()
-        rows += evaluate(c, embedder, datasets, args.batch_size)
+        rows += evaluate(c, embedder, datasets, args.batch_size, args.dtypes)
         log(f"{c.label}: embedded in {time.monotonic() - began:.1f}s")
     print(json.dumps(rows, indent=2) if args.json else format_table(rows))
     return 0

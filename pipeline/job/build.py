@@ -43,8 +43,9 @@ def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
     return tuple((p.column, 0) for p in cfg.encoder.parsed_poolings())
 
 
-def manifest_base(cfg, widths, files) -> JobManifest:
-    """The manifest's fields known before the run; counts and files are added at its end."""
+def manifest_base(cfg, widths, files, stored=()) -> JobManifest:
+    """The manifest's fields known before the run; counts and files are added at its end.
+    `stored`: each pooling's storage (pipeline.job.calibration), int8's ranges in its entry."""
     import tensorflow as tf
 
     from models.encoders import encoder_kind
@@ -54,6 +55,7 @@ def manifest_base(cfg, widths, files) -> JobManifest:
     width = dict(widths)
     token_level = spec.granularity == "token"
     poolings = [] if token_level else spec.parsed_poolings()
+    ranges = {column: s.manifest() for (column, _), s in zip(widths, stored)}
     return JobManifest(
         granularity=spec.granularity,
         tokens={"layer": spec.token_layer or kind.default_token_layer,
@@ -66,7 +68,8 @@ def manifest_base(cfg, widths, files) -> JobManifest:
                "max_seq_length": spec.max_seq_length,
                "long_text": spec.long_text, "precision": spec.precision},
         poolings=[{"name": p.spec, "column": p.column, "width": width[p.column],
-                   "normalize": spec.normalize} for p in poolings],
+                   "normalize": spec.normalize, **ranges.get(p.column, {})} for p in poolings],
+        vector_dtype=cfg.vector_dtype,
         formats=list(cfg.formats),
         text_column=cfg.include_text,
         metadata_columns=list(cfg.metadata_fields),
@@ -82,11 +85,12 @@ def manifest_base(cfg, widths, files) -> JobManifest:
 
 
 def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
-                   spread: bool = True) -> None:
+                   spread: bool = True, stored=()) -> None:
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
-    sink steps around it (pipeline.common.bundle_write): the manifest names the shards."""
+    sink steps around it (pipeline.common.bundle_write): the manifest names the shards.
+    `stored`: how each pooling's vectors are stored (pipeline.job.calibration); (): float32."""
     corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
                                             cfg.split, spread, ids=bool(cfg.id_field))
     embed = EmbedRecords(cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
@@ -96,9 +100,10 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
         embed = EmbedDistinct(embed, cfg.dedupe, cfg.previous)
     embedded = corpus["records"] | "EmbedRecords" >> embed
     if cfg.encoder.granularity == "token":
-        schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text, cfg.encoder.token_dtype)
+        schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text,
+                             dtype=cfg.encoder.token_dtype)
     else:
-        schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text)
+        schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text, tuple(stored))
     written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).writer_class()(
         cfg.output, schema, cfg.num_shards, in_bundles=not spread) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
@@ -124,4 +129,4 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
         extras = found | "DuplicateIdExample" >> beam.FlatMap(
             lambda d: [(DUPLICATE_EXAMPLE, d[1])] if d[0] else [])
     p | "WriteManifest" >> WriteManifest(
-        cfg.output, manifest_base(cfg, widths, files), counts, written, names, extras)
+        cfg.output, manifest_base(cfg, widths, files, stored), counts, written, names, extras)

@@ -104,12 +104,15 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
             widths = probe_widths(cfg)
             explicit = flags.max_seq_length is not None
             cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
+            from pipeline.job.calibration import vector_storage
+
+            stored = vector_storage(cfg, widths, files)  # int8: calibrated on a sample
             if cfg.reuse:  # its shards and settings, now that the model's are final
                 from pipeline.job.build import manifest_base
                 from pipeline.job.reuse import previous_run
 
                 cfg = dataclasses.replace(cfg, previous=previous_run(
-                    cfg.reuse, manifest_base(cfg, widths, files)))
+                    cfg.reuse, manifest_base(cfg, widths, files, stored)))
         except ValueError as e:
             return _bad_config(e)
         for path in remove_leftovers(cfg.output):
@@ -118,7 +121,7 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
         log(f"embedding {len(files)} file(s) with {cfg.encoder.name} "
             f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}")
         try:
-            run(options, dataclasses.replace(cfg, output=staging), files, widths)
+            run(options, dataclasses.replace(cfg, output=staging), files, widths, stored)
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)
             if stopped:  # SIGTERM inside a Beam step, which wraps the SystemExit raised there
@@ -162,7 +165,7 @@ def unwound_on_sigterm():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(options, cfg, files, widths) -> None:
+def run(options, cfg, files, widths, stored=()) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
@@ -177,4 +180,4 @@ def run(options, cfg, files, widths) -> None:
     runner = runner_for(options)  # None: the --runner named (Dataflow, ...), which spreads work
     one_worker = runner is not None and direct.direct_running_mode == "in_memory" and workers == 1
     with beam.Pipeline(runner=runner, options=options) as p:
-        build_pipeline(p, cfg, files, widths, workers, spread=not one_worker)
+        build_pipeline(p, cfg, files, widths, workers, spread=not one_worker, stored=stored)

@@ -38,6 +38,7 @@ class JobConfig:
     dedupe: bool = False
     reuse: str | None = None  # --reuse's folder; `previous` once it is checked (reuse.py)
     previous: object = None
+    vector_dtype: str = "float32"  # how sentence vectors are stored
 
     def fields(self) -> Fields:
         """Where the readers find each record's text, id and metadata."""
@@ -94,6 +95,7 @@ def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
         allow_incomplete_input=opts.allow_incomplete_input,
         dedupe=opts.dedupe,
         reuse=opts.reuse.rstrip("/") if opts.reuse else None,
+        vector_dtype=opts.vector_dtype,
     )
 
 

@@ -24,6 +24,7 @@ from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 from models.hub_loader import is_remote
 from pipeline.common.log import log
 from pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
+from pipeline.job.calibration import vector_storage
 from pipeline.job.config import configure
 from pipeline.job.dataflow import shipping
 from pipeline.job.dataflow.checks import launch_warnings
@@ -117,7 +118,8 @@ def dry_run(flags: JobFlags, options) -> int:
                          "shards) and read when the job runs; the dry run reads nothing of it"]
     workers = options.view_as(DirectOptions).direct_num_workers or 1
     proto, job, staged = build_job(
-        options, lambda p: build_pipeline(p, cfg, files, widths, workers))
+        options, lambda p: build_pipeline(p, cfg, files, widths, workers,
+                                          stored=vector_storage(cfg, widths, None)))
     options = job.options if job is not None else options  # as the runner completed them
     checks = {"serialized": "every step pickled and read back (runner API round trip)"}
     warnings = notes + (launch_warnings(options, spec.encoder, cfg.output, cfg.inputs)

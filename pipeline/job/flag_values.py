@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
 from pipeline.common import output_formats
-from pipeline.common.choices import INPUT_FORMATS, SPLIT_MODES
+from pipeline.common.choices import INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
 
 
 def csv_values(value: str | None) -> tuple[str, ...]:
@@ -20,6 +20,10 @@ def check_plain_flags(opts) -> tuple[str, ...]:
         raise ValueError(f"unknown format {(bad or [opts.format])[0]!r}; expected one or more of "
                          f"{list(known)}")
     check_choice("split", opts.split, SPLIT_MODES)
+    check_choice("vector_dtype", opts.vector_dtype, VECTOR_DTYPES)
+    if opts.vector_dtype != "float32" and opts.granularity == "token":
+        raise ValueError(f"--vector_dtype {opts.vector_dtype} applies to sentence vectors; token "
+                         "vectors take --token_dtype (float32 or float16)")
     if opts.input_format is not None:
         check_choice("input-format", opts.input_format, sorted(INPUT_FORMATS))
     for flag in ("max_text_bytes", "batch_tokens", "max_batch_size"):

@@ -14,7 +14,7 @@ import dataclasses
 import os
 
 from models.choices import LONG_TEXT_MODES
-from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES
+from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
 from pipeline.common.errors import one_line
 from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, FlagError, HelpFormatter, hint
 from pipeline.job.dataflow.flags import add_dry_run_flags
@@ -70,6 +70,10 @@ def add_job_flags(parser) -> frozenset[str]:
         help="BERT token unit: `word` (mean of its pieces) or `wordpiece`")
     add("--token_dtype", "--token-dtype", default="float32",
         help="token vectors in Parquet: float32 or float16 (half the size)")
+    add("--vector_dtype", "--vector-dtype", default="float32",
+        help=f"one of {list(VECTOR_DTYPES)}: how sentence vectors are stored (float16: "
+             "half the size; int8: a quarter, ranges per dimension in the manifest; "
+             "binary: one sign bit a dimension)")
     add("--pooling", help="comma-separated poolings, e.g. cls,pooled_output,mean,"
                           "mean@-2 (default: the model's recommended)")
     add("--normalize", action=argparse.BooleanOptionalAction, default=None,
@@ -212,6 +216,7 @@ class JobFlags:
     token_layer: str | None
     token_unit: str
     token_dtype: str
+    vector_dtype: str
     pooling: str | None
     normalize: bool | None
     max_seq_length: int | None

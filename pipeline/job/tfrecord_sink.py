@@ -69,6 +69,14 @@ def float_features(matrix: np.ndarray) -> list[bytes]:
     return [head + raw[i * data:(i + 1) * data] for i in range(rows.shape[0])]
 
 
+def raw_features(rows: np.ndarray) -> list[bytes]:
+    """A `Feature` with a BytesList of one value, a row's raw bytes, for each row of `rows`."""
+    rows = np.ascontiguousarray(rows)
+    size = rows.nbytes // max(len(rows), 1)
+    raw = rows.tobytes()
+    return [bytes_feature([raw[i * size:(i + 1) * size]]) for i in range(len(rows))]
+
+
 @functools.lru_cache(maxsize=256)
 def _entry_key(key: str) -> bytes:
     return _delimited(_FIELD_1, key.encode("utf-8")) + _MAP_VALUE

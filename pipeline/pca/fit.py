@@ -94,7 +94,7 @@ class MomentsCombineFn(beam.CombineFn):
         return Moments(self.pooling.width)
 
     def add_input(self, acc: Moments, block) -> Moments:
-        return acc.add(vectors_of(block, self.pooling.column, self.pooling.width))
+        return acc.add(vectors_of(block, self.pooling))
 
     def merge_accumulators(self, accs) -> Moments:
         accs = iter(accs)

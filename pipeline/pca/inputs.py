@@ -1,7 +1,8 @@
 """The embedding job's shards as the PCA job reads them: blocks of whole records.
 
 A block is a `pyarrow.Table` of whole records: the requested columns plus the pooling column
-(`fixed_size_list<float32>[width]`), whichever format the shards are in. Parquet shards come one
+(as the Parquet shards store it: pipeline.common.vector_dtypes), whichever format the shards
+are in. Parquet shards come one
 block per row group, in splits of up to GROUPS_PER_SPLIT row groups spread over the workers, each
 split's next row groups read on a thread while the current block is worked on (a 1M-row PCA
 spends about as long decoding Parquet as in BLAS; see pipeline.common.prefetch). TFRecord shards
@@ -21,7 +22,7 @@ from pipeline.common.manifest import PoolingColumn
 from pipeline.common.output_formats import output_format
 from pipeline.common.prefetch import prefetched
 from pipeline.common.shards import tfrecord_records
-from pipeline.common.vectors import vector_matrix
+from pipeline.common.vector_dtypes import read_back
 from pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
 
 TFRECORD_BATCH = 4096
@@ -30,9 +31,10 @@ PREFETCH = 2  # row groups read ahead: ~4 in memory at once (read, waiting, in u
 #              with the ~64 MB row groups the job writes
 
 
-def vectors_of(block: pa.Table, column: str, width: int) -> np.ndarray:
-    """The block's `column` as a float32 [rows, width] array (a view of the block's buffer)."""
-    return vector_matrix(block.column(column), width, column)
+def vectors_of(block: pa.Table, pooling: PoolingColumn) -> np.ndarray:
+    """The block's pooling column as a float32 [rows, width] array (float32: a view of the
+    block's buffer; other dtypes decoded)."""
+    return read_back(block.column(pooling.column), pooling.stored(), pooling.column)
 
 
 def _tfrecord_spec(columns: tuple[str, ...], pooling: PoolingColumn):
@@ -46,7 +48,9 @@ def _tfrecord_spec(columns: tuple[str, ...], pooling: PoolingColumn):
             spec[c] = tf.io.FixedLenFeature([], tf.string)
         else:  # text and metadata may be missing from a record
             spec[c] = tf.io.FixedLenFeature([], tf.string, default_value="")
-    spec[pooling.column] = tf.io.FixedLenFeature([pooling.width], tf.float32)
+    spec[pooling.column] = (tf.io.FixedLenFeature([pooling.width], tf.float32)
+                            if pooling.dtype == "float32" else  # a vector's bytes
+                            tf.io.FixedLenFeature([], tf.string))
     return spec
 
 
@@ -63,8 +67,9 @@ def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling: P
             arrays[c] = pa.array(values.astype(np.int32) if c == "num_tokens" else values != 0)
         else:
             arrays[c] = pa.array(values, pa.binary()).cast(pa.string())
-    flat = pa.array(parsed[pooling.column].numpy().reshape(-1))
-    arrays[pooling.column] = pa.FixedSizeListArray.from_arrays(flat, pooling.width)
+    vectors, stored = parsed[pooling.column].numpy(), pooling.stored()
+    arrays[pooling.column] = stored.arrow_of_stored(
+        vectors if pooling.dtype == "float32" else stored.stored_of_bytes(list(vectors)))
     return pa.table(arrays)
 
 

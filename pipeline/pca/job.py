@@ -119,7 +119,9 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
         if given is not None and given != kept:
             raise ValueError(f"--{flag} {given} disagrees with --fit {args.fit} ({flag}={kept});"
                              " drop the flag or fit again")
-    return saved, fit
+    # the fit's space, this run's storage: a fit on float32 vectors projects int8 ones
+    saved = dataclasses.replace(saved, pooling=pooling)
+    return saved, dataclasses.replace(fit, spec=saved)
 
 
 def _columns(args, es: EmbeddingSet) -> tuple[str, ...]:

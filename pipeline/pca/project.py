@@ -27,7 +27,7 @@ def projection_schema(k: int, columns: dict) -> pa.Schema:
 def project_block(block: pa.Table, fit: PcaFit, schema: pa.Schema) -> pa.Table:
     """One block of records -> its projection table (float32 coordinates)."""
     pooling = fit.spec.pooling
-    coords = fit.transform(vectors_of(block, pooling.column, pooling.width))
+    coords = fit.transform(vectors_of(block, pooling))
     coords = np.ascontiguousarray(coords.T)
     arrays = {"id": block.column("id")}
     arrays.update(zip(pc_names(len(coords)), coords))

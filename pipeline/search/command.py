@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = embedded.vectors[p.column]
     began = time.monotonic()
     scored, source = blocks(corpus, args.index, args.block_rows)
-    best, rows = top_k(scored, queries, args.k, normalized=args.index or p.normalize)
+    best, rows = top_k(scored, queries, args.k, normalized=args.index or p.unit_length)
     hits = resolve_hits(corpus.shards, best, corpus.has_text)
     log(f"{printable(str(corpus.model['name']))}, pooling {printable(p.name)}: {rows} records "
         f"from {source} in {time.monotonic() - began:.2f}s")

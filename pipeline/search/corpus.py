@@ -82,7 +82,7 @@ def blocks(corpus: Corpus, use_index: bool, block_rows: int):
     """(vector blocks in scan order, where they come from, for the log line)."""
     p = corpus.pooling
     if not use_index:
-        return (parquet_blocks(corpus.shards, p.column, p.width, block_rows),
+        return (parquet_blocks(corpus.shards, p.column, p.width, block_rows, p.stored()),
                 f"{len(corpus.shards)} Parquet shard(s)")
     index = open_index(corpus)
     if index is None:

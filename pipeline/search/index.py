@@ -108,7 +108,7 @@ def building(corpus, block_rows: int) -> Iterator[np.ndarray]:
                                         shape=(rows, corpus.pooling.width))
         start = 0
         for block in parquet_blocks(corpus.shards, corpus.pooling.column,
-                                    corpus.pooling.width, block_rows):
+                                    corpus.pooling.width, block_rows, corpus.pooling.stored()):
             block = l2_normalize(block)
             out[start:start + len(block)] = block
             start += len(block)

@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from models.pooling import l2_normalize
 from pipeline.common.blas import blas_threads
-from pipeline.common.vectors import vector_matrix
+from pipeline.common.vector_dtypes import StoredVectors, read_back
 from pipeline.search.limits import DEFAULT_BLOCK_ROWS
 
 
@@ -32,8 +32,10 @@ class Hit:
 
 
 def parquet_blocks(shards: list[str], column: str, width: int,
-                   block_rows: int = DEFAULT_BLOCK_ROWS) -> Iterator[np.ndarray]:
-    """[rows, width] float32 blocks of the vector column, shard after shard (local or gs://).
+                   block_rows: int = DEFAULT_BLOCK_ROWS,
+                   stored: StoredVectors | None = None) -> Iterator[np.ndarray]:
+    """[rows, width] float32 blocks of the vector column, shard after shard (local or gs://),
+    read back from how it is `stored` (--vector_dtype; None: float32).
     Read one row group at a time (the job's writer keeps them near 64 MB): pyarrow's
     iter_batches was measured holding a whole 250,000-row shard's column instead."""
     for path in shards:
@@ -41,7 +43,8 @@ def parquet_blocks(shards: list[str], column: str, width: int,
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
                 table = parquet.read_row_group(group, columns=[column])
-                vectors = vector_matrix(table.column(0), width, column)
+                vectors = read_back(table.column(0), stored or StoredVectors("float32", width),
+                                    column)
                 for start in range(0, len(vectors), block_rows):
                     yield vectors[start:start + block_rows]
 

@@ -3,6 +3,7 @@ one runs have always written (keys in the same order), and manifests of older ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -70,12 +71,26 @@ def test_an_older_manifest_reads_with_what_it_lacks_empty(tmp_path):
     assert es.rows == {} and es.metadata_columns == () and not es.has_text
 
 
-@pytest.mark.parametrize("version", [0, 2, None])
+@pytest.mark.parametrize("version", [0, JOB_MANIFEST_VERSION + 1, None])
 def test_another_version_is_refused(tmp_path, version):
     (tmp_path / "manifest.json").write_text(json.dumps({**JOB_JSON, "format_version": version}))
     with pytest.raises(ValueError, match=rf"format_version {version!r} is not supported; "
-                                         rf"expected {JOB_MANIFEST_VERSION}"):
+                                         rf"expected one of \[1, {JOB_MANIFEST_VERSION}\]"):
         JobManifest.read(str(tmp_path))
+
+
+def test_compact_vectors_write_version_2_with_their_dtype_and_ranges(tmp_path):
+    """Older readers, which know version 1 only, refuse a run whose vectors are not float32."""
+    pooling = {**JOB_JSON["poolings"][0], "scale": [0.5] * 8, "offset": [-1.0] * 8}
+    manifest = JobManifest.from_json({**JOB_JSON, "poolings": [pooling]})
+    manifest = dataclasses.replace(manifest, vector_dtype="int8")
+    written = manifest.to_json()
+    assert written["format_version"] == 2 == JOB_MANIFEST_VERSION
+    assert list(written)[list(written).index("poolings") + 1] == "vector_dtype"
+    manifest.write(str(tmp_path))
+    assert JobManifest.read(str(tmp_path)).vector_dtype == "int8"
+    stored = load_embedding_set(str(tmp_path)).pooling("cls").stored()
+    assert (stored.dtype, stored.scale, stored.offset) == ("int8", (0.5,) * 8, (-1.0,) * 8)
 
 
 def test_the_pca_manifest_writes_its_keys_in_order_and_is_recognized():
