@@ -80,7 +80,7 @@ def _decoded(folder: str, column: str) -> tuple[list[str], np.ndarray]:
     rows, p = _parquet(folder), _entry(m, column)
     ids = sorted(rows)
     values = [rows[i][column] for i in ids]
-    dtype = m["vector_dtype"]
+    dtype = m.get("vector_dtype", "float32")  # float32 runs write no key
     if dtype in ("float32", "float16"):
         return ids, np.array(values, np.float32)
     raw = np.frombuffer(b"".join(values), np.uint8).reshape(len(ids), -1)
