@@ -19,11 +19,15 @@
     bert_preprocessor.py  the TF-Hub BERT preprocessor contract: saved by export/, built at run
                       time for TF1 Hub BERT modules
     cpu.py            the CPU features that decide whether bf16 is fast here
+    accelerators.py   --accelerator: the device asked for, found or refused once per process, and
+                      the tf.distribute strategy (TPUStrategy on a TPU) the encoder runs under
+    fixed_shapes.py   one batch size per length bucket: the few shapes an XLA encoder runs in
+    xla.py            an encoder's call compiled with XLA, run under a strategy
     export/           `export-model` only: checkpoint folders (Hugging Face, google-research/bert)
                       -> TF-Hub-format SavedModels
 
 May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
-embedder, tokens, export): spec.py, encoders/__init__.py, pooling.py, presets.py, cpu.py,
-export_format.py, tf_import.py, saved_model.py, gcs_copy.py and hub_loader.py import none at module import
-time.
+embedder, tokens, export, accelerators, xla): spec.py, encoders/__init__.py, pooling.py,
+presets.py, cpu.py, fixed_shapes.py, export_format.py, tf_import.py, saved_model.py,
+gcs_copy.py and hub_loader.py import none at module import time.
 """

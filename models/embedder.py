@@ -90,7 +90,7 @@ class Embedder:
                       else encoder.max_seq_length - self._specials)
         self._stride = (None if self._room is None
                         else max(self._room - min(chunk_overlap, self._room // 4), 1))
-        self._lanes = encoder_lanes() if encoder.plans else 1
+        self._lanes = encoder_lanes() if encoder.plans and encoder.parallel_calls else 1
         self._executor = None
 
     @property

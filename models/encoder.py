@@ -91,6 +91,8 @@ class Encoder(abc.ABC):
     # True when `plan` groups a batch's rows by length; the embedder then runs two groups at
     # once where TensorFlow has the threads for it.
     plans: ClassVar[bool] = False
+    # False when one call must finish before the next starts (an XLA program on one TPU).
+    parallel_calls: bool = True
     # True when `warm_up(spec)` loads the model and runs it once ahead of from_spec, on another
     # thread (models/warm_up.py); from_spec then waits for it rather than loading again.
     warms_up: ClassVar[bool] = False

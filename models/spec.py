@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from models.choices import GRANULARITIES, LONG_TEXT_MODES, PRECISIONS, TOKEN_DTYPES, TOKEN_UNITS
+from models.choices import (
+    ACCELERATORS,
+    GRANULARITIES,
+    LONG_TEXT_MODES,
+    PRECISIONS,
+    TOKEN_DTYPES,
+    TOKEN_UNITS,
+)
 from models.encoders import KINDS, encoder_kind
 
 DEFAULT_MODEL = "minilm"
@@ -48,6 +55,14 @@ class EncoderSpec:
     intra_op_threads: int = 0  # TensorFlow pools per worker process; 0: TF's default (all cores)
     inter_op_threads: int = 0
     name: str = ""  # the model's name, for manifests and messages
+    accelerator: str = "auto"  # auto | gpu | tpu (models/accelerators.py)
+    # tpu: one call's token budget and most rows, from which each length bucket's fixed batch
+    # size is derived (models/fixed_shapes.py)
+    batch_tokens: int = 16384
+    max_batch_size: int = 512
+    # The accelerator's code path on this machine's CPU, without its device: a launcher whose
+    # workers hold the device checks the model so. Never set in the spec workers get.
+    on_host: bool = False
 
     def parsed_poolings(self):
         """The poolings as models.pooling.Pooling, checked against the encoder kind."""
@@ -62,21 +77,38 @@ class EncoderSpec:
         known."""
         return encoder_kind(self.kind).encoder_class().max_positions(self)
 
+    def fixed_shapes(self):
+        """The (rows, length) shapes a TPU's calls run in (models.fixed_shapes.FixedShapes);
+        None on other accelerators, whose shapes follow each batch."""
+        if self.accelerator != "tpu":
+            return None
+        from models.encoders.bert import SEQ_BUCKETS
+        from models.fixed_shapes import FixedShapes
+
+        return FixedShapes.of(self.batch_tokens, self.max_batch_size, SEQ_BUCKETS,
+                              self.max_seq_length)
+
     def warm_up(self) -> bool:
         """Starts loading and running the encoder once on a background thread (models/warm_up.py),
-        for `build` to find ready; False for kinds that load only in `build`."""
+        for `build` to find ready; False for kinds that load only in `build`, and on a TPU (the
+        warm-up runs the graph's call, which the TPU path does not use)."""
         from models import warm_up
 
+        if self.accelerator == "tpu":
+            return False
         return warm_up.start(encoder_kind(self.kind).encoder_class(), self)
 
     def build(self):
         """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
+        from models.accelerators import strategy
         from models.embedder import Embedder, configure_threads
         from models.tokens import TokenEmbedder
 
         configure_threads(self.intra_op_threads, self.inter_op_threads)  # before the model loads
         kind = encoder_kind(self.kind)
         kind.check_precision(self.precision)
+        kind.check_accelerator(self.accelerator)
+        strategy(self.accelerator, self.on_host)  # a missing device is refused before loading
         encoder = kind.encoder_class().from_spec(self)
         if self.granularity == "token":
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
@@ -88,6 +120,18 @@ def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str
     """The fingerprint a manifest records for a model of `kind` at these handles (the kind's
     Encoder.fingerprint: for SavedModels, over their saved_model.pb)."""
     return encoder_kind(kind).encoder_class().fingerprint(encoder, preprocessor)
+
+
+def _check_tpu(accelerator: str, precision: str, granularity: str) -> None:
+    """What a TPU cannot run, refused before any model loads."""
+    if accelerator != "tpu":
+        return
+    if precision == "fp16":
+        raise ValueError("--precision fp16 is not available with --accelerator tpu (TPUs compute "
+                         "in bfloat16, not float16); expected one of ['bf16', 'fp32']")
+    if granularity == "token":
+        raise ValueError("--granularity token is not available with --accelerator tpu (its "
+                         "fixed shapes cover sentence vectors); expected --granularity sentence")
 
 
 def _check_options(options: tuple[tuple[str, str], ...]) -> None:
@@ -117,15 +161,20 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                  max_seq_length: int | None = None, long_text: str = "truncate",
                  granularity: str = "sentence", token_layer: str | None = None,
                  token_unit: str = "word", token_dtype: str = "float32",
-                 precision: str = "fp32", options: tuple[tuple[str, str], ...] = (),
+                 precision: str | None = None, options: tuple[tuple[str, str], ...] = (),
                  threads: tuple[int, int] = (0, 0), name: str | None = None,
-                 presets: dict | None = None) -> EncoderSpec:
+                 presets: dict | None = None, accelerator: str = "auto",
+                 batch: tuple[int, int] = (16384, 512)) -> EncoderSpec:
     """A checked EncoderSpec for `model` (a preset or an export-model folder) or for TF-Hub
     handles (`encoder`, `preprocessor`, optionally their `kind`). Unset flags take the model's
-    recommendation (pooling, normalize, max length). Raises ValueError naming the bad value
-    and the valid choices."""
+    recommendation (pooling, normalize, max length) or the accelerator's (precision: bf16 on a
+    TPU, else fp32). `batch`: the token budget and most rows of one encoder call. Raises
+    ValueError naming the bad value and the valid choices."""
     from models.presets import from_handles, resolve
 
+    check_choice("accelerator", accelerator, ACCELERATORS)
+    precision = precision or ("bf16" if accelerator == "tpu" else "fp32")
+    _check_tpu(accelerator, precision, granularity)
     check_choice("long-text", long_text, LONG_TEXT_MODES)
     check_choice("granularity", granularity, GRANULARITIES)
     check_choice("token-unit", token_unit, TOKEN_UNITS)
@@ -151,10 +200,12 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
             raise ValueError(f"--max-seq-length must be at least {registry.min_seq_length} "
                              f"([CLS] text [SEP]) for {found.kind} encoders, got {max_len}")
     registry.check_precision(precision)
+    registry.check_accelerator(accelerator)
     return EncoderSpec(
         kind=found.kind, encoder=found.encoder, preprocessor=found.preprocessor,
         max_seq_length=max_len, poolings=chosen,
         normalize=found.normalize if normalize is None else normalize, long_text=long_text,
         options=tuple(options), granularity=granularity, token_layer=token_layer,
         token_unit=token_unit, token_dtype=token_dtype, precision=precision,
-        intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name)
+        intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name,
+        accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1])

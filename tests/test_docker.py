@@ -40,9 +40,9 @@ def pins() -> dict[str, str]:
     return pinned
 
 
-def dockerfile() -> tuple[list[tuple[str, str]], dict[str, str]]:
+def dockerfile(name: str = "Dockerfile") -> tuple[list[tuple[str, str]], dict[str, str]]:
     """(instruction, resolved arguments) per instruction, and the global ARG defaults."""
-    with open(os.path.join(DOCKER, "Dockerfile"), encoding="utf-8") as f:
+    with open(os.path.join(DOCKER, name), encoding="utf-8") as f:
         text = re.sub(r"\\\n", " ", f.read())
     args, out, seen_from = {}, [], False
     for line in text.splitlines():
@@ -77,6 +77,32 @@ def test_image_runs_the_beam_harness_with_memory_growth():
     assert instructions[-1] == ("ENTRYPOINT", '["/opt/apache/beam/boot"]')
     env = " ".join(rest for ins, rest in instructions if ins == "ENV")
     assert "TF_FORCE_GPU_ALLOW_GROWTH=true" in env
+
+
+def test_tpu_image_is_beam_s_image_with_tensorflow_s_tpu_build_at_the_pins():
+    instructions, args = dockerfile("Dockerfile.tpu")
+    p = pins()
+    python = setup_assignments()["python_requires"].lstrip(">=~")
+    assert [rest for ins, rest in instructions if ins == "FROM"] == [
+        f"apache/beam_python{python}_sdk:{p['apache-beam']}"]
+    assert (args["PYTHON_VERSION"], args["BEAM_VERSION"], args["TF_VERSION"]) == (
+        python, p["apache-beam"], p["tensorflow"])
+    runs = [rest for ins, rest in instructions if ins == "RUN"]
+    assert "-r /tmp/beam-embed-requirements.txt" in runs[0]  # the pins first, then the TPU build
+    assert f'"tensorflow-tpu=={p["tensorflow"]}"' in runs[1]
+    assert "libtpu-tf-releases" in runs[1]
+    assert "md.version('tensorflow-tpu')" in runs[2]  # the build checks what it installed
+    assert instructions[-1] == ("ENTRYPOINT", '["/opt/apache/beam/boot"]')
+    sources = [rest.split()[0] for ins, rest in instructions if ins == "COPY"]
+    assert sources == ["requirements.txt"]
+
+
+def test_tpu_config_names_an_image_built_from_these_pins():
+    with open(os.path.join(REPO, "configs", "dataflow_tpu.yaml"), encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    p = pins()
+    assert config["sdk_container_image"].endswith(f"/tpu:tf{p['tensorflow']}-beam{p['apache-beam']}")
+    assert config["accelerator"] == "tpu" and config["machine_type"] == "ct5lp-hightpu-1t"
 
 
 def test_requirements_are_setup_py_runtime_pins():

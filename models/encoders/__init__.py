@@ -14,7 +14,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
-from models.choices import PRECISIONS
+from models.choices import ACCELERATORS, PRECISIONS
 from models.pooling import (
     ELMO_OUTPUTS,
     ELMO_POOLERS,
@@ -33,6 +33,7 @@ class EncoderKind:
     layered: frozenset[str]  # poolings that take a layer (`mean@-2`)
     default_pooling: tuple[str, ...] = ("cls",)  # when neither flags nor a preset name one
     precisions: tuple[str, ...] = ("fp32",)
+    accelerators: tuple[str, ...] = ("auto", "gpu")  # tpu: XLA in fixed shapes (bert only)
     named_layers: tuple[str, ...] = ()  # token layers by name (ELMo's outputs), else by index
     default_token_layer: str = "-1"
     token_units: tuple[str, ...] = ("word",)
@@ -95,6 +96,12 @@ class EncoderKind:
                              f"{-n}..{n - 1}){self._because('layers')}")
         return layer - n if layer >= 0 else layer
 
+    def check_accelerator(self, accelerator: str) -> None:
+        if accelerator not in self.accelerators:
+            raise ValueError(f"--accelerator {accelerator} is not available for {self.name} "
+                             f"encoders{self._because('accelerator')}; expected one of "
+                             f"{list(self.accelerators)}")
+
     def check_precision(self, precision: str) -> None:
         if precision not in self.precisions:
             raise ValueError(f"--precision {precision} is not available for {self.name} "
@@ -103,10 +110,13 @@ class EncoderKind:
 
 
 ELMO_SIGNATURES = ("tokens", "default")
+_TPU_WHY = ("the TPU path compiles the TF-Hub BERT contract's call; export BERT-family "
+            "models with `beam-embed export-model`")
 KINDS = {
     "bert": EncoderKind(
         "bert", "models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
-        token_units=("word", "wordpiece"), min_seq_length=3, preprocessor=True),
+        accelerators=ACCELERATORS, token_units=("word", "wordpiece"), min_seq_length=3,
+        preprocessor=True),
     "bert_tf1": EncoderKind(
         "bert_tf1", "models.encoders.bert_tf1:HubBertTf1Encoder",
         {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),
@@ -114,12 +124,14 @@ KINDS = {
         recognized_by="tags [] with signatures tokens(input_ids, input_mask, segment_ids) and "
                       "tokenization_info()",
         why={"layers": "a TF1 Hub BERT module outputs only its last layer, sequence_output",
-             "precision": "a TF1 Hub module runs its own graph, in fp32"}),
+             "precision": "a TF1 Hub module runs its own graph, in fp32",
+             "accelerator": _TPU_WHY}),
     "elmo": EncoderKind(
         "elmo", "models.encoders.elmo:HubElmoEncoder", ELMO_POOLERS, frozenset(),
         default_pooling=("default",), named_layers=ELMO_OUTPUTS, default_token_layer="elmo",
         recognized_by="tags [] with signatures default(text) and tokens(tokens, sequence_len)",
-        options={"signature": ("elmo-signature", ELMO_SIGNATURES)}),
+        options={"signature": ("elmo-signature", ELMO_SIGNATURES)},
+        why={"accelerator": _TPU_WHY}),
     "text_in": EncoderKind(
         "text_in", "models.encoders.text_in:HubTextEncoder", TEXT_POOLERS, frozenset(),
         default_pooling=("default",), token_level=False, layers=0, max_seq_length=None,
@@ -128,7 +140,8 @@ KINDS = {
         why={"poolings": "a text-in embedder returns one vector per text, the module's own",
              "granularity": "a text-in embedder returns one vector per text, no token vectors",
              "layers": "a text-in embedder returns one vector per text, no layers",
-             "precision": "a TF-Hub SavedModel computes in its own precision"}),
+             "precision": "a TF-Hub SavedModel computes in its own precision",
+             "accelerator": _TPU_WHY}),
     "keras_hub": EncoderKind(
         "keras_hub", "models.encoders.keras_hub:KerasHubBertEncoder",
         {k: POOLERS[k] for k in ("cls", "mean", "max")}, frozenset({"cls", "mean", "max"}),
@@ -137,7 +150,8 @@ KINDS = {
                       "model.safetensors, read by keras-hub",
         why={"granularity": "keras-hub's tokenizer gives no word offsets; export the folder "
                             "with `beam-embed export-model` for token vectors",
-             "precision": "keras-hub's backbone runs in fp32 here"}),
+             "precision": "keras-hub's backbone runs in fp32 here",
+             "accelerator": _TPU_WHY}),
 }
 
 

@@ -15,14 +15,16 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from models import cpu
+from models import accelerators, cpu
 from models.choices import PRECISIONS
 from models.encoder import Encoder, Units, WordPieces
 from models.export_format import METADATA_FILE, precision_folder
+from models.fixed_shapes import FixedShapes
 from models.gcs_copy import local_copy
 from models.hub_loader import downloads, load_once, resolve_handle
 from models.pooling import EncoderOutput
 from models.warm_up import wait as wait_for_warm_up
+from models.xla import CompiledForward
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
 # few retraces, little padding).
@@ -86,15 +88,16 @@ def _forward(encoder, handle: str, precision: str, own: bool):
     return fn
 
 
-def select_precision(encoder, handle: str, precision: str, own: bool = False):
+def select_precision(encoder, handle: str, precision: str, own: bool = False,
+                     on_cpu: bool = True):
     """The loaded encoder's function for `precision`: a precision's own SavedModel (`own`:
     `handle` is the `encoder_bf16/` precision_handle found) is its call; otherwise the fused functions `export-model` added to
     the encoder (`fp32`; `bf16`, `fp16` in export formats 3-4; see models/export/bert_encoder.py), else,
     for fp32, the contract's own call. TF-Hub's own BERT SavedModels have only that call:
     asking them for less than fp32 fails here, before any data is read. A low precision without
-    the hardware for it is run, with a warning."""
+    the hardware for it is run, with a warning (`on_cpu`: where no accelerator was asked for)."""
     fn = _forward(encoder, handle, precision, own)
-    if precision != "fp32" and not tf.config.list_physical_devices("GPU"):
+    if precision != "fp32" and on_cpu and not tf.config.list_physical_devices("GPU"):
         flags = cpu.cpu_flags()
         if precision == "fp16":
             logging.getLogger(__name__).warning(
@@ -124,12 +127,23 @@ class HubBertEncoder(Encoder):
     warms_up = True
 
     def __init__(self, encoder: str, preprocessor: str, max_seq_length: int = 512,
-                 precision: str = "fp32"):
+                 precision: str = "fp32", accelerator: str = "auto", on_host: bool = False,
+                 batch: tuple[int, int] = (16384, 512)):
+        """`accelerator` tpu: XLA-compiled calls in fixed shapes (`batch`: the token budget and
+        the most rows of one call) under the TPU's strategy, or, `on_host`, the default
+        strategy on this machine's CPU (models/accelerators.py)."""
+        strategy = accelerators.strategy(accelerator, on_host)  # no device: refused before loading
         preprocessor_model, encoder_model = load_pair(encoder, preprocessor, precision)
         self.precision = precision
         handle = precision_handle(encoder, precision)
-        self._setup(preprocessor_model, select_precision(
-            encoder_model, handle, precision, own=handle != encoder), max_seq_length)
+        forward = select_precision(encoder_model, handle, precision, own=handle != encoder,
+                                   on_cpu=accelerator == "auto")
+        with tf.device(accelerators.HOST if accelerator == "tpu" else None):  # the probe's call
+            self._setup(preprocessor_model, forward, max_seq_length)
+        if accelerator == "tpu":
+            self._compiled = CompiledForward(forward, strategy)
+            self.fixed_shapes = FixedShapes.of(*batch, SEQ_BUCKETS, self.max_seq_length)  # as spec
+            self.parallel_calls = False  # one device runs one program at a time
 
     def _setup(self, preprocessor, forward, max_seq_length: int) -> None:
         """What every encoder of the TF-Hub BERT contracts shares: `preprocessor` tokenizes
@@ -138,6 +152,8 @@ class HubBertEncoder(Encoder):
         `encoder_outputs` (the layers it exposes, last one last)."""
         self._preprocessor = preprocessor
         self._forward = forward
+        self._compiled = None  # a CompiledForward when the calls run XLA-compiled
+        self.fixed_shapes = None  # FixedShapes when every call runs in one of a few shapes
         self.max_seq_length = max_seq_length
         self._vocab = None
         self._shapes: set[tuple[int, int]] = set()  # (rows, length) the encoder has run
@@ -149,7 +165,13 @@ class HubBertEncoder(Encoder):
 
     @classmethod
     def from_spec(cls, spec) -> HubBertEncoder:
-        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision)
+        return cls(spec.encoder, spec.preprocessor, spec.max_seq_length, spec.precision,
+                   spec.accelerator, spec.on_host, (spec.batch_tokens, spec.max_batch_size))
+
+    @property
+    def compilations(self) -> int:
+        """XLA programs compiled so far (0 when the calls are not compiled)."""
+        return self._compiled.compilations if self._compiled else 0
 
     @classmethod
     def max_positions(cls, spec) -> int | None:
@@ -179,8 +201,10 @@ class HubBertEncoder(Encoder):
         return WordPieces(vocab, load_once(spec.preprocessor))
 
     def tokenize(self, texts: list[str]) -> Units:
-        """WordPiece ids per text, without [CLS]/[SEP]."""
-        tokens = self._preprocessor.tokenize(tf.constant(texts, dtype=tf.string))
+        """WordPiece ids per text, without [CLS]/[SEP]. On the host CPU, pinned: an accelerator
+        runs the encoder only."""
+        with tf.device(accelerators.HOST):
+            tokens = self._preprocessor.tokenize(tf.constant(texts, dtype=tf.string))
         return Units.of(tokens.merge_dims(-2, -1) if tokens.ragged_rank == 2 else tokens)
 
     def tokenize_with_offsets(self, texts: list[str]):
@@ -236,9 +260,17 @@ class HubBertEncoder(Encoder):
         return {"input_word_ids": ids, "input_mask": mask.astype(np.int32),
                 "input_type_ids": np.zeros_like(ids)}
 
-    def _run(self, pieces: Units, seq_length: int, rows: int | None = None) -> dict:
+    def _run(self, pieces: Units, seq_length: int, rows: int | None = None,
+             layers: tuple[int, ...] | None = None) -> dict:
+        """The encoder's outputs for `pieces` packed to rows x seq_length; compiled (only
+        `layers` of encoder_outputs, keyed by layer) when the calls are, else the graph's
+        call, placed by TensorFlow (every layer)."""
         packed = self.pack(pieces, seq_length, rows)
-        return {**self._forward(packed), "input_mask": packed["input_mask"]}
+        if self._compiled is not None and layers is not None:
+            out = self._compiled(packed, layers)
+        else:
+            out = self._forward(packed)
+        return {**out, "input_mask": packed["input_mask"]}
 
     def _length(self, pieces: int) -> int:
         return bucket_length(pieces + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length, GROUP_BUCKETS)
@@ -273,8 +305,11 @@ class HubBertEncoder(Encoder):
         known. Dynamic programming over the cut points; shapes run before cost less (their
         kernels exist), and past MAX_SHAPES only those are used. `min_groups=2` asks for two
         groups when the batch has 2 * GROUP_ROWS rows or more (two encoder calls can run at
-        once)."""
+        once). With fixed shapes, their plan instead (models/fixed_shapes.py)."""
         lengths = np.asarray(lengths)
+        if self.fixed_shapes is not None:
+            return self.fixed_shapes.plan(
+                np.minimum(lengths + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length))
         n = len(lengths)
         order = np.argsort(lengths, kind="stable")
         seq = [self._length(int(k)) for k in lengths[order]] or [self._length(0)]
@@ -303,6 +338,9 @@ class HubBertEncoder(Encoder):
         length; from `plan`) when given, else packed to their own (bucketed) longest length."""
         rows = len(pieces)
         longest = int(pieces.lengths.max()) if rows else 0
+        if shape is None and self.fixed_shapes is not None:
+            length = self.fixed_shapes.length(longest + SPECIAL_TOKENS_PER_TEXT)
+            shape = (self.fixed_shapes.rows(length), length)
         run_rows, seq_length = shape or (rows, self._length(longest))
         if run_rows < rows or seq_length < min(longest + SPECIAL_TOKENS_PER_TEXT,
                                                self.max_seq_length):
@@ -310,8 +348,8 @@ class HubBertEncoder(Encoder):
         if (run_rows, seq_length) not in self._shapes:
             self._shapes.add((run_rows, seq_length))
             self._fits.clear()
-        out = self._run(pieces, seq_length, run_rows)
-        all_layers = out["encoder_outputs"]
+        out = self._run(pieces, seq_length, run_rows, layers)
+        all_layers = out["encoder_outputs"]  # rows past `rows` are padding: dropped here
         return EncoderOutput(
             layers={k: all_layers[k].numpy()[:rows] for k in layers},
             mask=out["input_mask"][:rows].astype(np.float32),

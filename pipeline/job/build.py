@@ -6,6 +6,7 @@ from the model (each pooling's width) is learned before, by `probe_widths`, on t
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 
@@ -28,10 +29,12 @@ COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "to
           "files_incomplete", "duplicate_ids")
 
 
-def probe_widths(cfg) -> tuple[tuple[str, int], ...]:
+def probe_widths(cfg, on_host: bool = False) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
-    any data is read, and the output schema learns each pooling's width."""
-    embedder = cfg.encoder.build()
+    any data is read, and the output schema learns each pooling's width. `on_host`: the
+    workers hold the accelerator, so the launcher runs its code path on its own CPU."""
+    spec = dataclasses.replace(cfg.encoder, on_host=True) if on_host else cfg.encoder
+    embedder = spec.build()
     if cfg.encoder.granularity == "token":
         return (("vectors", int(embedder.width)),)
     vectors = embedder.embed(["probe"]).vectors

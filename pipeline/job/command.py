@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.hub_loader import is_remote
     from pipeline.common.manifest import JOB, make_folder
     from pipeline.common.staging import check_output
-    from pipeline.job.config import configure
+    from pipeline.job.config import check_accelerator, configure
     from pipeline.job.options import beam_options
 
     try:
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         flags = job.flags
         check_output(flags.output.rstrip("/"), JOB, flags.overwrite)  # before the model loads
         cfg = configure(flags, options, spec)  # the plain checks, then the model's spec
+        check_accelerator(cfg.encoder, options)  # a local run's TPU or GPU, before the model
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
         from pipeline.job.sources import check_columns, expand_inputs
 
@@ -93,7 +94,7 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
         remove_leftovers,
         staging_folder,
     )
-    from pipeline.job.config import check_model_limits
+    from pipeline.job.config import check_model_limits, workers_run_here
 
     with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
@@ -101,7 +102,7 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
             previous = check_output(cfg.output, JOB, cfg.overwrite)
             from pipeline.job.build import probe_widths
 
-            widths = probe_widths(cfg)
+            widths = probe_widths(cfg, on_host=not workers_run_here(options))
             explicit = flags.max_seq_length is not None
             cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
             from pipeline.job.calibration import vector_storage

@@ -66,6 +66,35 @@ def worker_threads(opts) -> tuple[int, int]:
     return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
 
 
+def workers_run_here(options) -> bool:
+    """Whether the job's workers run on this machine (and use its devices): every runner but
+    Dataflow's, whose workers are VMs of their own."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    return options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow")
+
+
+def check_accelerator(spec: EncoderSpec, options) -> None:
+    """A run whose workers run here needs the accelerator it asks for on this machine: refused
+    with one line before any data is read (a TPU is initialized here, once per process, and the
+    in-process worker uses it). A TPU has one owner, so one worker process. Dataflow's workers
+    bring their own device: its launcher checks the model on its CPU (`probe_widths`)."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    if spec.accelerator == "auto" or not workers_run_here(options):
+        return
+    direct = options.view_as(DirectOptions)
+    workers = direct.direct_num_workers or os.cpu_count() or 1
+    if spec.accelerator == "tpu" and direct.direct_running_mode == "multi_processing" \
+            and workers > 1:
+        raise ValueError(f"--accelerator tpu runs in one process (a TPU has a single owner), "
+                         f"got --direct_num_workers={workers} with multi_processing; expected "
+                         "--direct_num_workers=1 or --direct_running_mode in_memory")
+    from models.accelerators import check
+
+    check(spec.accelerator)
+
+
 def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
                encoder: EncoderSpec | None = None) -> JobConfig:
     """The job's flags checked, with Beam's `options` (their thread pools), into a JobConfig;

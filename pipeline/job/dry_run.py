@@ -79,8 +79,12 @@ def model_section(cfg, widths, loaded: bool) -> dict:
     section = {"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
                "preprocessor": spec.preprocessor, "loaded": loaded,
                "poolings": list(spec.poolings), "normalize": spec.normalize,
-               "max_seq_length": spec.max_seq_length,
+               "max_seq_length": spec.max_seq_length, "precision": spec.precision,
+               "accelerator": spec.accelerator,
                "widths": dict(widths) if loaded else None}
+    shapes = spec.fixed_shapes()
+    if shapes is not None:  # the XLA programs a worker compiles, at most one per shape
+        section["fixed_shapes"] = [list(shape) for shape in shapes.shapes()]
     if not loaded:
         section["note"] = ("a remote handle is not read offline: widths unknown; a real launch "
                            "loads it once on the launcher to check it")
@@ -110,7 +114,8 @@ def dry_run(flags: JobFlags, options) -> int:
     notes = require(options) if dataflow else []
     spec = cfg.encoder
     loaded = not any(h and is_remote(h) for h in (spec.encoder, spec.preprocessor))
-    widths = probe_widths(cfg) if loaded else unprobed_widths(cfg)
+    # offline: an accelerator's code path runs on this CPU, its device neither needed nor asked
+    widths = probe_widths(cfg, on_host=True) if loaded else unprobed_widths(cfg)
     files, inputs = offline_inputs(cfg.inputs)
     if cfg.reuse:  # described, not read: the run checks and reads it
         cfg = dataclasses.replace(cfg, previous=unread_previous(cfg.reuse, widths))
@@ -122,8 +127,8 @@ def dry_run(flags: JobFlags, options) -> int:
                                           stored=vector_storage(cfg, widths, None)))
     options = job.options if job is not None else options  # as the runner completed them
     checks = {"serialized": "every step pickled and read back (runner API round trip)"}
-    warnings = notes + (launch_warnings(options, spec.encoder, cfg.output, cfg.inputs)
-                        if dataflow else [])
+    warnings = notes + (launch_warnings(options, spec.encoder, cfg.output, cfg.inputs,
+                                        spec.accelerator) if dataflow else [])
     if dataflow and options.view_as(SetupOptions).setup_file:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
     description = describe(options, proto, job, staged, model=model_section(cfg, widths, loaded),

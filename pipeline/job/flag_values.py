@@ -42,4 +42,5 @@ def spec_of(opts, threads: tuple[int, int]) -> EncoderSpec:
         max_seq_length=opts.max_seq_length, long_text=opts.long_text,
         granularity=opts.granularity, token_layer=opts.token_layer, token_unit=opts.token_unit,
         token_dtype=opts.token_dtype, precision=opts.precision,
-        options=(("signature", opts.elmo_signature),), threads=threads)
+        options=(("signature", opts.elmo_signature),), threads=threads,
+        accelerator=opts.accelerator, batch=(opts.batch_tokens, opts.max_batch_size))

@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import os
 
-from models.choices import LONG_TEXT_MODES
+from models.choices import ACCELERATORS, LONG_TEXT_MODES
 from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
 from pipeline.common.errors import one_line
 from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, FlagError, HelpFormatter, hint
@@ -87,10 +87,14 @@ def add_job_flags(parser) -> frozenset[str]:
         help="token budget of one inference batch")
     add("--max_batch_size", "--max-batch-size", type=int, default=512,
         help="most texts in one inference batch, whatever the token budget")
-    add("--precision", default="fp32",
-        help="encoder compute precision: fp32 (exact), bf16 (CPUs with AMX/AVX-512 "
-             "bf16, GPUs; ~3-4x faster on AMX, cosine to fp32 > 0.9999) or fp16 "
-             "(GPUs); bf16/fp16 need an export-model encoder")
+    add("--precision", default=None,
+        help="encoder compute precision: fp32 (exact; the default), bf16 (CPUs with "
+             "AMX/AVX-512 bf16, GPUs, TPUs (their default); ~3-4x faster on AMX, cosine to "
+             "fp32 > 0.9999) or fp16 (GPUs); bf16/fp16 need an export-model encoder")
+    add("--accelerator", default="auto",
+        help=f"one of {list(ACCELERATORS)}: auto (TensorFlow's placement: a visible GPU, "
+             "else the CPU), gpu (refused without one), tpu (this VM's TPU: the encoder "
+             "XLA-compiled in fixed batch shapes, bf16; BERT-family exports)")
     add("--output", default="output/embeddings", help="output folder (or gs://)")
     add("--format", default="parquet,tfrecord",
         help=f"comma-separated, of {list(FORMATS)}")
@@ -223,7 +227,8 @@ class JobFlags:
     long_text: str
     batch_tokens: int
     max_batch_size: int
-    precision: str
+    precision: str | None
+    accelerator: str
     output: str
     format: str
     num_shards: int

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPU_CONFIG = os.path.join(REPO, "configs", "dataflow_gpu.yaml")
 CPU_CONFIG = os.path.join(REPO, "configs", "dataflow_cpu.yaml")
+TPU_CONFIG = os.path.join(REPO, "configs", "dataflow_tpu.yaml")
 DRY_RUN_LIMIT_S = 240
 
 
@@ -102,6 +103,52 @@ def test_worker_environment_has_the_gpu_and_the_image(gpu_job, gpu_config):
     assert "use_runner_v2" in gpu_job["experiments"]  # added by Beam's own runner code
     assert worker["sdk_processes"].startswith("one per worker VM")
     assert gpu_job["warnings"] == []
+
+
+def test_the_tpu_config_describes_a_tpu_job_offline(tmp_path):
+    """configs/dataflow_tpu.yaml as shipped, on a machine without a TPU: the dry run describes
+    the TPU workers and the TPU path the job would take on them, and warns of nothing."""
+    with open(TPU_CONFIG, encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    code, job, _ = dry_run(str(tmp_path), "--config", TPU_CONFIG)
+    assert code == 0 and job["runner"] == "DataflowRunner" and job["warnings"] == []
+    worker = job["worker"]
+    assert worker["machine_type"] == "ct5lp-hightpu-1t"
+    assert worker["accelerator_parsed"] == {"type": "tpu-v5-lite-podslice", "topology": "1x1"}
+    assert "worker_accelerator=type:tpu-v5-lite-podslice;topology:1x1" in job["service_options"]
+    assert worker["sdk_processes"].startswith("one per worker VM")
+    assert worker["container_image"] == config["sdk_container_image"]
+    pool = job["dataflow_job"]["environment"]["workerPools"][0]
+    assert pool["machineType"] == "ct5lp-hightpu-1t"
+    assert pool["workerHarnessContainerImage"] == config["sdk_container_image"]
+    model = job["model"]
+    assert (model["accelerator"], model["precision"]) == ("tpu", "bf16")
+    # batch_tokens 32768, max_batch_size 512, max_seq_length 256: one shape per bucket
+    assert model["fixed_shapes"][0] == [512, 8] and model["fixed_shapes"][-1] == [128, 256]
+    assert all(rows * length <= 32768 for rows, length in model["fixed_shapes"])
+    # what the workers are told: the job's own flags travel in the pipeline options
+    options = job["dataflow_job"]["environment"]["sdkPipelineOptions"]["options"]
+    assert options.get("accelerator") == "tpu"
+
+
+def test_a_tpu_and_the_tpu_path_go_together_or_are_warned_of():
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipeline.job.dataflow.checks import launch_warnings
+
+    def warnings(service_option, accelerator):
+        options = PipelineOptions([
+            "--setup_file", "setup.py", "--sdk_container_image", "image",
+            "--experiments", "no_use_multiple_sdk_containers",
+            "--dataflow_service_options", f"worker_accelerator={service_option}"])
+        return launch_warnings(options, "gs://m", "gs://o", ["gs://i"], accelerator)
+
+    tpu = "type:tpu-v5-lite-podslice;topology:1x1"
+    assert warnings(tpu, "tpu") == []  # and no NVIDIA driver asked of a TPU
+    assert ["--accelerator tpu" in w and "workers' CPUs" in w for w in warnings(tpu, "auto")] \
+        == [True]
+    assert any("without a TPU worker_accelerator" in w
+               for w in warnings("type:nvidia-l4;count:1;install-nvidia-driver", "tpu"))
 
 
 def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
