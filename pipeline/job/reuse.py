@@ -6,9 +6,13 @@ splitting: the `text` column holds exactly what its encoder saw), so the previou
 written its text (`--include_text`, the default). The output schema gets no hash column: a
 text's key is recomputed from the text on both sides. Everything else that decides a vector is
 one value for the whole run, in the manifest: the model's fingerprint, its poolings (columns,
-widths, normalization), max length, long-text policy, precision and the vectors' dtype. Any
-difference is refused up front (exit 2), so copied and newly encoded vectors never mix two
-settings.
+widths, normalization), max length, long-text policy and precision. Any difference is refused up
+front (exit 2), so copied and newly encoded vectors never mix two settings.
+
+Only a run that stored float32 vectors is copied from: its values are the encoder's output bit for
+bit. float16, int8 and binary values are not (and int8 codes are calibrated per run), so copying
+them would put rounded vectors beside exact ones. The new run may store any --vector_dtype: copied
+rows go through the same writer as encoded ones and are converted alike.
 """
 
 from __future__ import annotations
@@ -28,8 +32,7 @@ READ = (PARQUET, TFRECORD)  # the formats reuse reads, the first one a run wrote
 # What decides a stored vector besides its text, per key of the manifest's `model`; the
 # poolings (names, columns, widths, normalization) are compared whole.
 MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
-              "long_text": "long-text policy", "precision": "precision",
-              "vector_dtype": "vector dtype"}
+              "long_text": "long-text policy", "precision": "precision"}
 
 
 def text_key(text: str) -> bytes:
@@ -105,6 +108,11 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     if diffs:
         raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
                                "mix with new ones: " + "; ".join(diffs))
+    if previous.vector_dtype != "float32":
+        raise _refused(folder, f"it stored its vectors as {previous.vector_dtype} "
+                               "(--vector_dtype), not the encoder's float32 values, and rounded "
+                               "vectors must not mix with exact ones; reuse copies from a float32 "
+                               "run")
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")

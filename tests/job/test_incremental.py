@@ -176,6 +176,36 @@ def test_reuse_refuses_other_settings(tiny_export, text_in, first_run, tmp_path,
     assert not set(encoded) & set(CORPUS)  # refused before any record was read
 
 
+def test_reuse_copies_only_float32_runs_into_any_vector_dtype(tiny_export, first_run, tmp_path,
+                                                             capsys, encoded):
+    corpus, previous, _ = first_run
+    rounded = str(tmp_path / "rounded")
+    run_job(rounded, "--input", corpus, "--model", tiny_export, *ARGS, "--vector_dtype", "float16")
+    encoded.clear()
+    line = _refused(capsys, str(tmp_path / "out"), "--input", corpus, "--model", tiny_export,
+                    *ARGS, "--reuse", rounded)
+    assert "stored its vectors as float16" in line and "reuse copies from a float32 run" in line
+    assert not set(encoded) & set(CORPUS)  # refused before any record was read
+
+    # A float32 run's rows into a float16 run: copied, then stored as any encoded row is
+    grown = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
+    out = str(tmp_path / "half")
+    manifest = run_job(out, "--input", grown, "--model", tiny_export, *ARGS,
+                       "--vector_dtype", "float16", "--reuse", previous)
+    assert manifest["vector_dtype"] == "float16" and manifest["counts"]["reused"] == 12
+    assert sorted(t for t in encoded if t in DISTINCT + NEW) == sorted(NEW[:2])
+    def half(row) -> bytes:
+        return b"".join(np.float32(row[c]).astype(np.float16).tobytes() for c in ("mean", "cls"))
+
+    old = {}
+    for row in parquet_rows(previous).values():
+        old.setdefault(row["text"], set()).add(half(row))
+    copied = [row for row in parquet_rows(out).values() if row["text"] in old]
+    assert len(copied) == 12
+    for row in copied:  # the previous run's float32 values, rounded as the writer rounds
+        assert half(row) in old[row["text"]]
+
+
 def test_reuse_refuses_incomplete_or_unmatchable_runs(tiny_export, first_run, tmp_path, capsys):
     corpus, previous, _ = first_run
     out = str(tmp_path / "out")
