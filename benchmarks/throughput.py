@@ -259,19 +259,23 @@ class Bench:
         with open(out + ".json") as f:
             return json.load(f), {**measured, "out": out}
 
-    def encoder(self, precision: str, tag: str, limit: int = 0) -> dict:
-        self.say(f"(b) encoder stage {precision} ({tag})")
-        data, m = self.worker("encoder", f"{precision}-{tag}", corpus=self.corpus,
-                              model=self.model, precision=precision, limit=str(limit))
+    def encoder(self, precision: str, tag: str, limit: int = 0, accelerator: str = "auto") -> dict:
+        xla = accelerator == "xla"
+        what = f"{precision}{', XLA-compiled, fixed shapes' if xla else ''}"
+        self.say(f"(b) encoder stage {what} ({tag})")
+        data, m = self.worker("encoder", f"{precision}-{accelerator}-{tag}", corpus=self.corpus,
+                              model=self.model, precision=precision, limit=str(limit),
+                              accelerator=accelerator)
         n = limit or self.n
-        return _row(f"(b) encoder stage, {precision}", n, data["seconds"], data["real_tokens"],
+        return _row(f"(b) encoder stage, {what}", n, data["seconds"], data["real_tokens"],
                     data["padded_tokens"], m["peak_rss_mib"], precision=precision, run=tag,
                     cpu_seconds=round(data["cpu_seconds"], 2),
                     gflops_per_s=round(data["gflops_per_s"], 1), load_s=round(data["load_s"], 2),
                     cpu_busy_before=m["cpu_busy_before"], others_during=m["others_during"],
                     vectors=m["out"] + ".npy",
                     real=data["real_tokens"], shapes=data["shapes"], dims=data["dims"],
-                    tokens_per_text=data["tokens_per_text"])
+                    tokens_per_text=data["tokens_per_text"], warm_s=round(data["warm_s"], 2),
+                    compilations=data["compilations"])
 
     def st(self, configs: list[str], tag: str, limit: int = 0) -> dict:
         self.say(f"(d) sentence-transformers {','.join(configs)} ({tag})")
@@ -303,6 +307,79 @@ class Bench:
         return {**m, "output": output, "pipeline_s": manifest["wall_time_s"],
                 "embedded": manifest["counts"]["embedded"], "marks": data["marks"],
                 "embed_calls": data["embed_calls"]}
+
+
+def _corpus_module():
+    """benchmarks/corpus.py (the deterministic corpus), loaded by path."""
+    spec = importlib.util.spec_from_file_location("beam_embed_bench_corpus",
+                                                  os.path.join(BENCH, "corpus.py"))
+    corpus_gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus_gen)
+    return corpus_gen
+
+
+def drive_xla(args) -> dict:
+    """--xla: the encoder stage as the TPU path runs it (XLA-compiled, one batch size per length
+    bucket, the last call padded) against today's graph encoder, both on this CPU, at one
+    precision, in --rounds alternating rounds over the same corpus and batches. Each worker
+    first runs one call per length bucket, so every shape is compiled before the timed work
+    (`warm_s`: that warm-up, compiling included); the rate is the steady work after it."""
+    import numpy as np
+
+    corpus_gen = _corpus_module()
+    work = tempfile.mkdtemp(prefix="beam-embed-xla-")
+    corpus = args.corpus or corpus_gen.write(os.path.join(work, "corpus.txt"),
+                                             args.sentences or 10_000)
+    b = Bench(args, work, corpus, _minilm_export(args.model))
+    print(f"corpus {corpus} ({b.n} sentences); model {b.model}; work dir {work}", flush=True)
+    runs = {"auto": [], "xla": []}
+    for k in range(1, args.rounds + 1):
+        for acc in (("auto", "xla") if k % 2 else ("xla", "auto")):
+            runs[acc].append(b.encoder(args.xla_precision, str(k), accelerator=acc))
+    graph, xla = runs["auto"], runs["xla"]
+    vectors = [np.load(r["vectors"]) for r in (graph[0], xla[0])]
+    result = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(),
+              "versions": _versions(), "corpus": corpus, "sentences": b.n,
+              "precision": args.xla_precision, "rounds": args.rounds,
+              "rows": [_repeated(graph), _repeated(xla)],
+              "ratios": {
+                  "XLA / graph (sentences per second)": spread(
+                      [x["sentences_per_s"] / g["sentences_per_s"] for g, x in zip(graph, xla)]),
+                  "graph / XLA (CPU seconds)": spread(
+                      [g["cpu_seconds"] / x["cpu_seconds"] for g, x in zip(graph, xla)])},
+              "warm_s": {"graph": spread([g["warm_s"] for g in graph]),
+                         "xla": spread([x["warm_s"] for x in xla])},
+              "compilations": [x["compilations"] for x in xla],
+              "padding_overhead": {"graph": graph[0]["padding_overhead"],
+                                   "xla": xla[0]["padding_overhead"]},
+              "cosine_xla_vs_graph": _cosine(vectors[1], vectors[0])}
+    result["machine"]["load_avg_at_end"] = os.getloadavg()
+    for r in result["rows"]:
+        for key in ("vectors", "shapes", "tokens_per_text", "dims", "real"):
+            r.pop(key, None)
+    return result
+
+
+def report_xla(result: dict) -> None:
+    m = result["machine"]
+    print(f"\n{result['date']}, {m['cpu']} ({m['cores']} cores; {', '.join(m['isa']) or '-'}); "
+          f"{result['sentences']} sentences, {result['precision']}, {result['rounds']} rounds")
+    _print_table(result["rows"])
+    r = result["ratios"]["XLA / graph (sentences per second)"]
+    c = result["ratios"]["graph / XLA (CPU seconds)"]
+    cos = result["cosine_xla_vs_graph"]
+    faster = r["median"] >= 1.0
+    print(f"\n[{'FASTER' if faster else 'SLOWER'}] XLA-compiled fixed shapes / graph encoder, "
+          f"same run: median {r['median']:.3f}x (min {r['min']:.2f}, max {r['max']:.2f}); "
+          f"CPU seconds graph/XLA median {c['median']:.3f}x (min {c['min']:.2f}, "
+          f"max {c['max']:.2f})")
+    w = result["warm_s"]
+    print(f"warm-up, one call per length bucket (XLA: compiling included): graph "
+          f"{w['graph']['median']:.1f} s, XLA {w['xla']['median']:.1f} s; XLA programs "
+          f"compiled per worker (after warm-up, after the work): {result['compilations'][0]}")
+    print(f"padding overhead (padded / real tokens): graph {result['padding_overhead']['graph']}, "
+          f"XLA {result['padding_overhead']['xla']}; cosine XLA vs graph per row: "
+          f"mean {cos['mean']:.7f}, min {cos['min']:.7f}")
 
 
 def _minilm_export(model: str | None) -> str:
@@ -406,10 +483,7 @@ def round_order(k: int, with_st: bool = True) -> tuple[str, ...]:
 
 
 def drive(args) -> dict:
-    spec = importlib.util.spec_from_file_location("beam_embed_bench_corpus",
-                                                  os.path.join(BENCH, "corpus.py"))
-    corpus_gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus_gen)
+    corpus_gen = _corpus_module()
 
     work = tempfile.mkdtemp(prefix="beam-embed-throughput-")
     corpus = args.corpus or corpus_gen.write(os.path.join(work, "corpus.txt"),
@@ -771,12 +845,27 @@ def main(argv=None) -> int:
     ap.add_argument("--max-wait", type=float, default=60.0,
                     help="seconds to wait for other processes to leave the CPU before each "
                          "measurement (default 60)")
+    ap.add_argument("--xla", action="store_true",
+                    help="only the encoder stage, XLA-compiled in fixed shapes (the TPU path, "
+                         "on this CPU) against the graph encoder, --rounds alternating rounds "
+                         "(default corpus 10,000 sentences)")
+    ap.add_argument("--xla-precision", default="fp32", choices=OUR_PRECISIONS,
+                    help="--xla's precision (default fp32: bf16 is emulated without AVX-512 "
+                         "BF16 or AMX)")
     ap.add_argument("--json", help="also write the JSON document here")
     ap.add_argument("--report", metavar="JSON", help="print the report of a saved --json run")
     args = ap.parse_args(argv)
     if args.report:
         with open(args.report) as f:
-            report(json.load(f))
+            saved = json.load(f)
+        (report_xla if "cosine_xla_vs_graph" in saved else report)(saved)
+        return 0
+    if args.xla:
+        result = drive_xla(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1, default=str)
+        report_xla(result)
         return 0
     if args.quick:
         args.no_memory = True

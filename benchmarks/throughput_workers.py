@@ -33,13 +33,27 @@ def _read_corpus(path: str, limit: int = 0) -> list[str]:
 
 
 def _spec(args):
+    """The job's encoder spec; `--accelerator xla`: the TPU path's encoder on this CPU (the
+    encoder XLA-compiled, fixed shapes per length bucket: what `on_host` runs)."""
     sys.path.insert(0, REPO)
     from models.spec import EncoderSpec
 
+    xla = getattr(args, "accelerator", "auto") == "xla"
     return EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
                        preprocessor=os.path.join(args.model, "preprocessor"),
                        max_seq_length=MAX_SEQ_LENGTH, poolings=("mean",), normalize=True,
-                       long_text="truncate", precision=args.precision)
+                       long_text="truncate", precision=args.precision,
+                       accelerator="tpu" if xla else "auto", on_host=xla,
+                       batch_tokens=BATCH_TOKENS, max_batch_size=MAX_BATCH_SIZE)
+
+
+def _warm_every_bucket(embedder) -> None:
+    """One call per length bucket up to MAX_SEQ_LENGTH, so every shape a fixed-shape (XLA)
+    encoder runs is compiled before the timed work; the graph encoder gets the same calls."""
+    from models.encoders.bert import SEQ_BUCKETS
+
+    for length in [b for b in SEQ_BUCKETS if b <= MAX_SEQ_LENGTH]:
+        embedder.embed([" ".join(["a"] * (length - 2))])  # "a" is one WordPiece
 
 
 def _loaded(model: str, precision: str = "fp32"):
@@ -87,16 +101,19 @@ def worker_encoder(args) -> dict:
     batches = [list(b) for r in records for b in batcher.process(r)]
     batches += [list(wv.value) for wv in batcher.finish_bundle()]
     embedder.embed([r.text for r in batches[len(batches) // 2]])  # warm-up: trace + first shapes
+    marks["first_batch"] = time.time()
+    _warm_every_bucket(embedder)
     marks["warm"] = time.time()
+    compilations = getattr(encoder, "compilations", 0)
 
     shapes, lock = {}, threading.Lock()
     original_run = encoder._run
 
-    def counting_run(pieces, seq_length, rows=None):
-        key = f"{rows or int(pieces.nrows())}x{int(seq_length)}"
+    def counting_run(pieces, seq_length, rows=None, *more, **kw):
+        key = f"{rows or len(pieces)}x{int(seq_length)}"
         with lock:
             shapes[key] = shapes.get(key, 0) + 1
-        return original_run(pieces, seq_length, rows)
+        return original_run(pieces, seq_length, rows, *more, **kw)
 
     encoder._run = counting_run
     vectors = np.zeros((len(texts), encoder.width), np.float32)
@@ -119,7 +136,9 @@ def worker_encoder(args) -> dict:
     return {"seconds": seconds, "cpu_seconds": cpu, "load_s": marks["model_loaded"] - marks["imports"],
             "batches": len(batches), "padded_tokens": padded, "real_tokens": int(real.sum()),
             "flops": flops, "gflops_per_s": flops / seconds / 1e9, "shapes": shapes,
-            "dims": dims, "tokens_per_text": tokens.tolist(), "marks": marks}
+            "dims": dims, "tokens_per_text": tokens.tolist(), "marks": marks,
+            "warm_s": marks["warm"] - marks["model_loaded"],
+            "compilations": [compilations, getattr(encoder, "compilations", 0)]}
 
 
 def _after_import(patches: dict) -> None:
@@ -337,6 +356,8 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus")
     ap.add_argument("--model")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--accelerator", default="auto", choices=("auto", "xla"),
+                    help="encoder: the graph (auto) or the TPU path's XLA program on this CPU")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--configs", default="fp32_b32")
