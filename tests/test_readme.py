@@ -120,3 +120,47 @@ def test_docs_point_at_nothing_outside_the_repository():
             if not target.startswith("http"):
                 path = os.path.join(ROOT, os.path.dirname(name), target)
                 assert os.path.exists(path), f"{name} links to missing {target}"
+
+
+def compact_snippet() -> str:
+    section = _read("README.md").split("### Compact vectors", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    return code
+
+
+@pytest.fixture(scope="module")
+def float32_run(tiny_export, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("compact")
+    texts = ["the cat sat on the mat", "a dog ran", "the river bank", "money is big", "play",
+             "the bank is big and the river is small"]
+    corpus = write_lines(str(folder / "c.txt"), texts)
+    run_job(str(folder / "float32"), "--input", corpus, "--model", tiny_export,
+            "--pooling", "mean")
+    return corpus, {rid: row["mean"] for rid, row in parquet_rows(str(folder / "float32")).items()}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "binary"])
+def test_compact_vectors_snippet_decodes_every_dtype(dtype, float32_run, tiny_export, tmp_path,
+                                                    capsys, monkeypatch):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    corpus, exact = float32_run
+    manifest = run_job(str(tmp_path / "output" / "embeddings"), "--input", corpus, "--model",
+                       tiny_export, "--pooling", "mean", "--vector_dtype", dtype)
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(compact_snippet(), "README compact-vectors snippet", "exec"), scope)
+    assert f"{dtype} ({len(exact)}, 8)" in capsys.readouterr().out
+    files = [f"output/embeddings/{n}" for n in manifest["files"]["parquet"]]
+    ids = pq.read_table(files, columns=["id"]).column(0).to_pylist()  # the snippet's row order
+    want = np.stack([exact[i] for i in ids])
+    got = scope["vectors"]
+    if dtype == "binary":  # the signs, as +1/-1
+        np.testing.assert_array_equal(got, np.where(want > 0, 1.0, -1.0))
+    elif dtype == "int8":  # within half a step of its dimension's calibrated range
+        step = np.float32(manifest["poolings"][0]["scale"])
+        assert (np.abs(got - want) <= step / 2 + 1e-5).all()
+    else:
+        tolerance = {"float32": 1e-6, "float16": 1e-3 * np.abs(want).max()}[dtype]
+        np.testing.assert_allclose(got, want, atol=tolerance, rtol=0)
