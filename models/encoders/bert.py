@@ -100,15 +100,22 @@ def select_precision(encoder, handle: str, precision: str, own: bool = False,
     if precision != "fp32" and on_cpu and not tf.config.list_physical_devices("GPU"):
         flags = cpu.cpu_flags()
         if precision == "fp16":
-            logging.getLogger(__name__).warning(
-                "--precision fp16 without a GPU: CPUs have no fast float16 matmul here; bf16 is "
-                "the fast CPU precision (AMX/AVX-512 bf16)")
+            _warn_once("--precision fp16 without a GPU: CPUs have no fast float16 matmul here; "
+                       "bf16 is the fast CPU precision (AMX/AVX-512 bf16)")
         elif flags and not cpu.has_fast_bf16(flags):
-            logging.getLogger(__name__).warning(
-                "--precision bf16 on a CPU without %s: bf16 is emulated here, no faster than "
-                "fp32 and less exact; fp32 is the fast precision on this CPU",
-                " or ".join(cpu.FAST_BF16_FLAGS))
+            _warn_once(f"--precision bf16 on a CPU without {' or '.join(cpu.FAST_BF16_FLAGS)}: "
+                       "bf16 is emulated here, no faster than fp32 and less exact; fp32 is the "
+                       "fast precision on this CPU")
     return fn
+
+
+_WARNED: set[str] = set()  # a process loads its model twice (the launcher's check, the worker's)
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logging.getLogger(__name__).warning(message)
 
 
 def export_metadata(encoder: str) -> dict:
