@@ -25,6 +25,7 @@ OUTPUT_BUSY = 5  # run: another run holds the output folder (or a killed one lef
 INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C: 130, what a shell reports for a process it stopped
 
 _interrupts: list[int] = []  # the SIGINTs received while interrupts_recorded() is active
+_recording = 0  # interrupts_recorded() blocks that installed the handler and are still open
 
 
 @contextlib.contextmanager
@@ -37,8 +38,11 @@ def interrupts_recorded(verbose: bool = False) -> Iterator[None]:
     readers, say) are dropped unless `verbose` (or -v): they are the interrupt's consequences,
     not errors. Installed only where Python's own handler is (the main thread; a SIGINT the
     parent ignores, as for a background job, stays ignored); nested, the outer one records."""
+    global _recording
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        if not _recording:  # no outer block records: an earlier command's Ctrl-C is not this one's
+            _interrupts.clear()
         yield
         return
     _interrupts.clear()
@@ -52,9 +56,11 @@ def interrupts_recorded(verbose: bool = False) -> Iterator[None]:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupt)
+    _recording += 1
     try:
         yield
     finally:
+        _recording -= 1
         signal.signal(signal.SIGINT, previous)
         threading.excepthook = hook
         logging.disable(disabled)

@@ -102,6 +102,26 @@ def test_a_sigint_the_parent_ignores_stays_ignored(capsys):
     assert capsys.readouterr().err == ""
 
 
+@one_line_errors(PROG)
+def _failing_main(argv):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_ctrl_c_is_its_own_commands_only(ctrl_c_raises, capsys):
+    """A Ctrl-C recorded by one command does not make the next one's failure 'interrupted',
+    also when the next runs with SIGINT ignored (a background job installs no handler)."""
+    assert _pipeline_main([]) == exits.INTERRUPTED
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert _failing_main([]) == exits.FAILED
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert _failing_main([]) == exits.FAILED  # and with the handler installed
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"{PROG}: interrupted" and len(err) == 3
+    assert all("No space left on device" in line for line in err[1:])
+
+
 # -- whole commands in their own process (`beam-embed ...`), Ctrl-C sent to it ----------------
 
 # a `beam-embed` process whose step named by HELD_AT (module:function) writes HELD_MARKER and
