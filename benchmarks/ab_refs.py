@@ -30,6 +30,9 @@ import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+
+from throughput import spread  # noqa: E402  (benchmarks/ is not a package)
 
 
 def _git(*args: str, cwd: str = REPO) -> str:
@@ -75,24 +78,26 @@ def _run_job(tree: str, corpus: str, model: str, output: str, precision: str) ->
 
 
 def _vectors(output: str):
+    """The run's first pooling as float32 [rows, width], rows sorted by id, read from the
+    Parquet shards its manifest lists."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(sorted(p for p in _files(output) if p.endswith(".parquet")))
-    order = np.argsort(np.asarray(table.column("id").to_pylist(), dtype=object).astype(str))
-    column = next(f.name for f in table.schema if pa.types.is_list(f.type)
-                  or pa.types.is_fixed_size_list(f.type))
-    return np.asarray(table.column(column).to_pylist(), dtype=np.float32)[order]
+    sys.path.insert(0, REPO)
+    from pipeline.common.vectors import vector_matrix
 
-
-def _files(folder: str) -> list[str]:
-    return [os.path.join(root, f) for root, _, files in os.walk(folder) for f in files]
+    with open(os.path.join(output, "manifest.json")) as f:
+        manifest = json.load(f)
+    pooling = manifest["poolings"][0]
+    table = pq.read_table([os.path.join(output, n) for n in manifest["files"]["parquet"]],
+                          columns=["id", pooling["column"]])
+    order = np.argsort(np.asarray(table.column("id").to_pylist(), dtype=str))
+    return vector_matrix(table.column(pooling["column"]), pooling["width"])[order]
 
 
 def _spread(values: list[float]) -> dict:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3)}
+    s = spread(values)
+    return {k: round(s[k], 3) for k in ("median", "min", "max")}
 
 
 def main(argv=None) -> int:

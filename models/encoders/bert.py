@@ -8,6 +8,7 @@ encoder and preprocessor contracts are used. Loaded once; every batch goes throu
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import os
@@ -109,13 +110,9 @@ def select_precision(encoder, handle: str, precision: str, own: bool = False,
     return fn
 
 
-_WARNED: set[str] = set()  # a process loads its model twice (the launcher's check, the worker's)
-
-
+@functools.cache  # a process loads its model twice (the launcher's check, the worker's)
 def _warn_once(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logging.getLogger(__name__).warning(message)
+    logging.getLogger(__name__).warning(message)
 
 
 def export_metadata(encoder: str) -> dict:

@@ -39,13 +39,12 @@ def interrupts_recorded(verbose: bool = False) -> Iterator[None]:
     not errors. Installed only where Python's own handler is (the main thread; a SIGINT the
     parent ignores, as for a background job, stays ignored); nested, the outer one records."""
     global _recording
+    if not _recording:  # no outer block records: an earlier command's Ctrl-C is not this one's
+        _interrupts.clear()
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        if not _recording:  # no outer block records: an earlier command's Ctrl-C is not this one's
-            _interrupts.clear()
         yield
         return
-    _interrupts.clear()
     hook, disabled = threading.excepthook, logging.root.manager.disable
 
     def interrupt(signum, frame):

@@ -109,7 +109,7 @@ def test_bf16_without_bf16_hardware_warns(export, monkeypatch, caplog, flags, wa
 
     _, _, _, folder = export
     monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset(flags))
-    monkeypatch.setattr(bert, "_WARNED", set())  # a fresh process
+    bert._warn_once.cache_clear()  # a fresh process
     handle = precision_handle(os.path.join(folder, "encoder"), "bf16")
     low = tf.saved_model.load(handle)
     with caplog.at_level("WARNING"):
