@@ -21,7 +21,7 @@ run: $(STAMP)
 
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/lint-imports
+	bash .ci/layering
 	$(VENV)/bin/python -m pytest -q tests $(ARGS)
 
 # The plot test opens the HTML in a real headless Chromium (Debian's package).

@@ -1,8 +1,10 @@
 """beam-embed: a TensorFlow + Apache Beam batch embedding job.
 
 `pip install .` installs every command; `pip install -e '.[dev]'` adds the test and lint tools.
-`--setup_file ./setup.py` ships `pipeline` and `models` to Dataflow workers, which install the
-requirements pinned below.
+One import package is installed, `beam_embed`: the repository's `pipeline/` and `models/` folders
+become `beam_embed.pipeline` and `beam_embed.models` (package_dir below), so nothing with a
+generic name lands in site-packages. `--setup_file ./setup.py` ships it to Dataflow workers, which
+install the requirements pinned below.
 """
 
 import setuptools
@@ -45,9 +47,12 @@ setuptools.setup(
     version="0.1.0",
     description="Batch text embeddings with TF-Hub encoders on Apache Beam",
     python_requires=">=3.11",
-    packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "models", "models.*"]),
+    packages=["beam_embed", *(f"beam_embed.{p}" for p in
+                              setuptools.find_packages(include=["pipeline*", "models*"]))],
+    package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
+                 "beam_embed.models": "models"},
     install_requires=RUNTIME,
     extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dev": DEV},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
-    entry_points={"console_scripts": ["beam-embed=pipeline.cli:entry"]},
+    entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

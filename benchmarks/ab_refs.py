@@ -5,8 +5,8 @@
 
 Checks `--base` out into a temporary git worktree beside the current checkout (or `--head`, when
 it is not the working tree), makes one corpus (benchmarks/corpus.py) and one MiniLM export (the
-`minilm` preset, shared by both sides), then runs `python -m pipeline.run` on the DirectRunner
-from each tree, the order of the two sides reversed every other round, so outside load hits both
+`minilm` preset, shared by both sides), then runs the job (`python -m beam_embed.pipeline.run`) on the
+DirectRunner from each tree, the order of the two sides reversed every other round, so outside load hits both
 alike. Both sides run with the same interpreter and installed libraries: only the project's own
 code differs. Each round gives the ratio head/base of: the manifest's wall_time_s (build -> read
 -> embed -> write), the process's start->exit wall time, and its CPU time (user + system of the
@@ -50,16 +50,23 @@ def _tree(ref: str, work: str, name: str) -> str:
 
 def _export() -> str:
     sys.path.insert(0, REPO)
-    from models.presets import resolve
-    from pipeline.common.quiet import configure, import_tensorflow
+    from beam_embed.models.presets import resolve
+    from beam_embed.pipeline.common.quiet import configure, import_tensorflow
 
     configure(False)
     import_tensorflow()
     return os.path.dirname(resolve("minilm").encoder)
 
 
+def _job_module(tree: str) -> str:
+    """The job's entry point in that tree: trees before the one import package kept `pipeline`
+    at the top."""
+    return ("beam_embed.pipeline.run" if os.path.isdir(os.path.join(tree, "beam_embed"))
+            else "pipeline.run")
+
+
 def _run_job(tree: str, corpus: str, model: str, output: str, precision: str) -> dict:
-    cmd = [sys.executable, "-m", "pipeline.run", "--input", corpus, "--input_format", "text",
+    cmd = [sys.executable, "-m", _job_module(tree), "--input", corpus, "--input_format", "text",
            "--model", model, "--precision", precision, "--output", output, "--overwrite",
            "--progress_every", "0"]
     env = {**os.environ, "PYTHONPATH": tree}
@@ -84,7 +91,7 @@ def _vectors(output: str):
     import pyarrow.parquet as pq
 
     sys.path.insert(0, REPO)
-    from pipeline.common.vectors import vector_matrix
+    from beam_embed.pipeline.common.vectors import vector_matrix
 
     with open(os.path.join(output, "manifest.json")) as f:
         manifest = json.load(f)

@@ -32,7 +32,7 @@ def main() -> None:
     import keras_hub
     import tensorflow as tf
 
-    from models.export.convert import export_checkpoint
+    from beam_embed.models.export.convert import export_checkpoint
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stsb", default="../shared/data/stsb/sts-dev.tsv")

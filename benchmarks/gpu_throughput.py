@@ -45,7 +45,7 @@ def minilm_folder() -> str:
 
 def export(name: str, work: str) -> str:
     """The export-model folder for `name`, made once."""
-    from models.export.convert import export_checkpoint
+    from beam_embed.models.export.convert import export_checkpoint
 
     out = os.path.join(work, f"export-{name}")
     if os.path.exists(os.path.join(out, "beam_embed.json")):
@@ -63,7 +63,7 @@ def export(name: str, work: str) -> str:
 
 
 def write_corpus(path: str, n: int, seed: int = 0) -> str:
-    from pipeline.common.sample_corpus import sentences
+    from beam_embed.pipeline.common.sample_corpus import sentences
 
     pool = [row["text"] for row in sentences(per_topic=700)]
     rng = random.Random(seed)
@@ -76,7 +76,7 @@ def write_corpus(path: str, n: int, seed: int = 0) -> str:
 
 def precision_flags(precision: str) -> list[str]:
     """`--precision P`, or nothing for fp32 when this checkout has no such flag yet."""
-    from pipeline.job.options import parse
+    from beam_embed.pipeline.job.options import parse
 
     try:
         parse(["--precision", precision])
@@ -88,7 +88,7 @@ def precision_flags(precision: str) -> list[str]:
 
 
 def run_job(model: str, corpus: str, out: str, precision: str) -> dict:
-    from pipeline.job.command import main
+    from beam_embed.pipeline.job.command import main
 
     code = main(["--input", corpus, "--model", model, "--output", out, *JOB_FLAGS,
                  *precision_flags(precision)])

@@ -50,9 +50,9 @@ def say(message: str) -> None:
 
 
 def job(work: str, name: str, corpus_path: str, *extra: str, wait: float = 5) -> dict:
-    """One `python -m pipeline.run` process: its manifest, process wall time and output."""
+    """One `python -m beam_embed.pipeline.run` process: its manifest, process wall time and output."""
     output = os.path.join(work, name)
-    cmd = [sys.executable, "-m", "pipeline.run", "--input", corpus_path, "--input_format",
+    cmd = [sys.executable, "-m", "beam_embed.pipeline.run", "--input", corpus_path, "--input_format",
            "text", "--model", "minilm", "--precision", "fp32", "--output", output,
            "--overwrite", "--progress_every", "0", *extra]
     measured = run_measured(cmd, wait, output + ".log")

@@ -5,7 +5,7 @@
 
 For each N it writes an embedding-job folder (shards of ROWS_PER_SHARD rows, row groups of
 ROW_GROUP rows, generated chunk by chunk: the matrix is never whole in memory), then runs, each in
-a fresh process, alternating for --rounds rounds: `pipeline.pca.command.main` (DirectRunner: fit,
+a fresh process, alternating for --rounds rounds: `beam_embed.pipeline.pca.command.main` (DirectRunner: fit,
 projections, sample, plots) and the baseline, the same Parquet read whole into RAM (pyarrow ->
 numpy) and `sklearn.decomposition.PCA(K).fit_transform` on it. Each process reports its wall
 seconds, CPU seconds (user+sys) and peak RSS. Flat peak RSS across N is the job's claim: the fit
@@ -93,7 +93,7 @@ def run_one(side: str, argv: list[str]) -> None:
 
     start = time.perf_counter()
     if side == "job":
-        from pipeline.pca.command import main
+        from beam_embed.pipeline.pca.command import main
 
         assert main(argv) == 0
     else:

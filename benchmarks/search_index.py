@@ -77,10 +77,10 @@ def timed(fn, repeat: int = 2) -> tuple[float, object]:
 def project_methods(folder: str, paths: list[str], width: int, queries: np.ndarray) -> dict:
     """`beam-embed search` itself: the Parquet scan, the first --index search (scan + build) and
     later --index searches, each including the id/text fetch of the hits."""
-    from pipeline.common.manifest import PoolingColumn
-    from pipeline.search.command import Corpus
-    from pipeline.search.index import building, index_blocks, open_index
-    from pipeline.search.scan import parquet_blocks, resolve_hits, top_k
+    from beam_embed.pipeline.common.manifest import PoolingColumn
+    from beam_embed.pipeline.search.command import Corpus
+    from beam_embed.pipeline.search.index import building, index_blocks, open_index
+    from beam_embed.pipeline.search.scan import parquet_blocks, resolve_hits, top_k
 
     corpus = Corpus(folder, {"fingerprint": "bench"},
                     PoolingColumn("mean", "mean", width, True),

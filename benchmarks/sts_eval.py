@@ -24,7 +24,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pipeline.evaluate.data import read_pairs  # noqa: E402  (pure Python: both venvs can read it)
+from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402  (pure Python: both venvs can read it)
 
 DEFAULT_PAIRS = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "stsb", "sts-dev.tsv"))
 REFERENCE_SPEARMAN = 0.8672  # 0.867163, recorded with `--reference` (see the docstring)
@@ -66,8 +66,8 @@ def reference(pairs_file: str, model_folder: str) -> dict:
 
 def ours(pairs_file: str, model: str, pooling: str) -> list[dict]:
     """`beam-embed eval` rows for the pairs (project venv)."""
-    from pipeline.evaluate.command import evaluate, format_table
-    from pipeline.evaluate.embed import candidate
+    from beam_embed.pipeline.evaluate.command import evaluate, format_table
+    from beam_embed.pipeline.evaluate.embed import candidate
 
     pairs = read_pairs(pairs_file)
     found = candidate(model, tuple(pooling.split(",")))

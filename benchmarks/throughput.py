@@ -24,7 +24,7 @@ One invocation, one corpus, one model (all-MiniLM-L6-v2, the `minilm` preset):
   (b) encoder   the job's Embedder (tokenize in-graph, pack each batch to its bucketed length,
                 encode, mean-pool, normalize) over the job's batches; model load and one
                 warm-up batch excluded. Its model FLOPs per second, set against (matmul).
-  (c) job       `pipeline.run`'s main on the DirectRunner, in-process each round and once with 2
+  (c) job       `beam_embed.pipeline.run`'s main on the DirectRunner, in-process each round and once with 2
                 worker processes: "pipeline" is the manifest's wall_time_s (build -> read ->
                 embed -> write -> manifest), "process start->exit" the whole process.
   (d) st        sentence-transformers `encode` on the same checkpoint, from --st-python (never a
@@ -386,8 +386,8 @@ def _minilm_export(model: str | None) -> str:
     if model:
         return model
     sys.path.insert(0, REPO)
-    from models.presets import resolve
-    from pipeline.common.quiet import configure, import_tensorflow
+    from beam_embed.models.presets import resolve
+    from beam_embed.pipeline.common.quiet import configure, import_tensorflow
 
     configure(False)  # the report, without TensorFlow's start-up lines
     import_tensorflow()

@@ -36,7 +36,7 @@ def _spec(args):
     """The job's encoder spec; `--accelerator xla`: the TPU path's encoder on this CPU (the
     encoder XLA-compiled, fixed shapes per length bucket: what `on_host` runs)."""
     sys.path.insert(0, REPO)
-    from models.spec import EncoderSpec
+    from beam_embed.models.spec import EncoderSpec
 
     xla = getattr(args, "accelerator", "auto") == "xla"
     return EncoderSpec(kind="bert", encoder=os.path.join(args.model, "encoder"),
@@ -50,7 +50,7 @@ def _spec(args):
 def _warm_every_bucket(embedder) -> None:
     """One call per length bucket up to MAX_SEQ_LENGTH, so every shape a fixed-shape (XLA)
     encoder runs is compiled before the timed work; the graph encoder gets the same calls."""
-    from models.encoders.bert import SEQ_BUCKETS
+    from beam_embed.models.encoders.bert import SEQ_BUCKETS
 
     for length in [b for b in SEQ_BUCKETS if b <= MAX_SEQ_LENGTH]:
         embedder.embed([" ".join(["a"] * (length - 2))])  # "a" is one WordPiece
@@ -59,7 +59,7 @@ def _warm_every_bucket(embedder) -> None:
 def _loaded(model: str, precision: str = "fp32"):
     """The export's (preprocessor, encoder for `precision`) SavedModels, as the job's encoder
     loaded them."""
-    from models.encoders.bert import load_pair
+    from beam_embed.models.encoders.bert import load_pair
 
     return load_pair(os.path.join(model, "encoder"), os.path.join(model, "preprocessor"),
                      precision)
@@ -79,13 +79,13 @@ def worker_encoder(args) -> dict:
     from op_profile import encoder_flops
 
     sys.path.insert(0, REPO)
-    from pipeline.common.records import Record
-    from pipeline.job.batching import (
+    from beam_embed.pipeline.common.records import Record
+    from beam_embed.pipeline.job.batching import (
         FIRST_WINDOW_BATCHES,
         WINDOW_BATCHES,
         _WindowedSortAndBatchDoFn,
     )
-    from pipeline.job.embed import estimated_tokens
+    from beam_embed.pipeline.job.embed import estimated_tokens
 
     texts = _read_corpus(args.corpus, args.limit)
     marks = {"imports": time.time()}
@@ -168,7 +168,7 @@ def _after_import(patches: dict) -> None:
 
 
 def worker_job(args) -> dict:
-    """The embedding job in this process, as `python -m pipeline.run` runs it (pipeline/run.py:
+    """The embedding job in this process, as `python -m beam_embed.pipeline.run` runs it (pipeline/run.py:
     quiet libraries, refuse unused imports, the command's main), with marks at its phases:
     imports, the launcher's model load, the pipeline handed to the runner, each Embedder.embed
     call, main's return. The marks are set by wrappers installed as their modules are imported,
@@ -208,13 +208,13 @@ def worker_job(args) -> dict:
             return original(self, *a, **kw)
         module.Pipeline.run = run
 
-    _after_import({"models.encoders.bert": bert, "models.embedder": embedder,
+    _after_import({"beam_embed.models.encoders.bert": bert, "beam_embed.models.embedder": embedder,
                    "apache_beam.pipeline": pipeline})
-    importlib.import_module("pipeline.common.quiet").configure(False)
-    own_flags = importlib.import_module("pipeline.job.early").own_flags
-    importlib.import_module("pipeline.common.lean_process").refuse_unused_imports(
+    importlib.import_module("beam_embed.pipeline.common.quiet").configure(False)
+    own_flags = importlib.import_module("beam_embed.pipeline.job.early").own_flags
+    importlib.import_module("beam_embed.pipeline.common.lean_process").refuse_unused_imports(
         local=own_flags(job_args) is not None)
-    command = importlib.import_module("pipeline.job.command")  # an entry point: imports little
+    command = importlib.import_module("beam_embed.pipeline.job.command")  # an entry point: imports little
     marks["imports"] = time.time()
     code = command.main(job_args)
     marks["main_done"] = time.time()
@@ -320,7 +320,7 @@ def worker_profile(args) -> dict:
     from op_profile import encoder_flops, matmul_rate, op_profile
 
     sys.path.insert(0, REPO)
-    from models.encoders.bert import HubBertEncoder, precision_handle, select_precision
+    from beam_embed.models.encoders.bert import HubBertEncoder, precision_handle, select_precision
 
     encoder = HubBertEncoder(os.path.join(args.model, "encoder"),
                              os.path.join(args.model, "preprocessor"), MAX_SEQ_LENGTH)
@@ -372,9 +372,9 @@ def main(argv=None) -> int:
     data["marks"]["finished"] = time.time()
     with open(args.out + ".json", "w") as f:
         json.dump(data, f)
-    if args.kind == "job":  # end as `python -m pipeline.run` ends, where it skips the teardown
+    if args.kind == "job":  # end as `python -m beam_embed.pipeline.run` ends, where it skips the teardown
         try:
-            from pipeline.common.exits import exit_now
+            from beam_embed.pipeline.common.exits import exit_now
         except ImportError:  # an older checkout: the interpreter's own exit
             return 0
         exit_now(0)

@@ -5,7 +5,7 @@
 Embeds the held-out STS-B sentences (../shared/data/stsb/sts-dev.tsv when present, else the
 bundled sample pairs) with `beam-embed run` once per dtype (float32 first: the baseline), each
 run calibrating int8 on its own input's first records as any run does, then reads every run back
-with the readers the commands use (manifest -> pipeline.common.vector_dtypes) and prints, per
+with the readers the commands use (manifest -> beam_embed.pipeline.common.vector_dtypes) and prints, per
 dtype: STS Spearman of the pairs' cosines against the gold scores and its difference from
 float32's; search recall@10 against float32's top 10 (queries: every sentence as float32, the
 way `search` embeds a query; corpus: all sentences as stored; the query's own sentence left out
@@ -30,11 +30,11 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from pipeline.common.choices import VECTOR_DTYPES  # noqa: E402
-from pipeline.common.manifest import load_embedding_set  # noqa: E402
-from pipeline.evaluate.data import read_pairs  # noqa: E402
-from pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
-from pipeline.search.scan import parquet_blocks, top_k  # noqa: E402
+from beam_embed.pipeline.common.choices import VECTOR_DTYPES  # noqa: E402
+from beam_embed.pipeline.common.manifest import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402
+from beam_embed.pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
+from beam_embed.pipeline.search.scan import parquet_blocks, top_k  # noqa: E402
 
 STSB = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "stsb", "sts-dev.tsv"))
 BARS = {"float16": (0.001, 0.99), "int8": (0.005, 0.97)}  # (|dSpearman| at most, recall at least)
@@ -52,7 +52,7 @@ def corpus_of(pairs, path: str) -> list[str]:
 
 def embed(corpus: str, output: str, model: str, dtype: str) -> float:
     began = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pipeline.run", "--input", corpus, "--id_field", "id",
+    subprocess.run([sys.executable, "-m", "beam_embed.pipeline.run", "--input", corpus, "--id_field", "id",
                     "--model", model, "--output", output, "--vector_dtype", dtype,
                     "--format", "parquet,tfrecord", "--progress_every", "0"],
                    check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
@@ -102,7 +102,7 @@ def main() -> int:
     parser.add_argument("--model", default="minilm")
     args = parser.parse_args()
     if args.pairs is None:
-        from pipeline.evaluate.sample_pairs import write_sample_pairs
+        from beam_embed.pipeline.evaluate.sample_pairs import write_sample_pairs
 
         args.pairs = STSB if os.path.exists(STSB) else write_sample_pairs()
     pairs = read_pairs(args.pairs)

@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import tensorflow as tf
 
-from models.choices import LONG_TEXT_MODES
-from models.encoder import Units
-from models.pooling import EncoderOutput, Pooling, l2_normalize
+from beam_embed.models.choices import LONG_TEXT_MODES
+from beam_embed.models.encoder import Units
+from beam_embed.models.pooling import EncoderOutput, Pooling, l2_normalize
 
 
 def configure_threads(intra_op: int = 0, inter_op: int = 0) -> bool:

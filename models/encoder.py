@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from models.pooling import EncoderOutput
+from beam_embed.models.pooling import EncoderOutput
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -86,7 +86,7 @@ class WordPieces:
 
 
 class Encoder(abc.ABC):
-    kind: ClassVar[str]  # its key in models.encoders.KINDS
+    kind: ClassVar[str]  # its key in beam_embed.models.encoders.KINDS
     special_tokens: ClassVar[int] = 0  # tokens added around each text ([CLS] ... [SEP]: 2)
     # True when `plan` groups a batch's rows by length; the embedder then runs two groups at
     # once where TensorFlow has the threads for it.
@@ -104,7 +104,7 @@ class Encoder(abc.ABC):
     @classmethod
     @abc.abstractmethod
     def from_spec(cls, spec) -> Encoder:
-        """Loads the model a models.spec.EncoderSpec names (once per process)."""
+        """Loads the model a beam_embed.models.spec.EncoderSpec names (once per process)."""
 
     @classmethod
     def warm_up(cls, spec, loaded: Callable[[], None]) -> None:
@@ -115,8 +115,8 @@ class Encoder(abc.ABC):
     @classmethod
     def recognize(cls, handle: str, found) -> dict | None:
         """For a handle given alone (`--encoder H`): None when it is not a model of this kind,
-        else the facts learned on the way (models.presets.ModelSpec fields, e.g. the maximum
-        length). `found` is the handle's models.encoders.detect.SavedModelFacts (tags,
+        else the facts learned on the way (beam_embed.models.presets.ModelSpec fields, e.g. the maximum
+        length). `found` is the handle's beam_embed.models.encoders.detect.SavedModelFacts (tags,
         signatures) read without loading it, with no graphs when the handle's folder
         (`found.folder`) holds no SavedModel: a kind of another format recognizes its own files
         there. A kind may load the handle (once per process).
@@ -130,7 +130,7 @@ class Encoder(abc.ABC):
         always give the same value). The handles, not a spec: a manifest's model is its kind
         and handles. This default is the SavedModel kinds': sha256 over each handle's
         saved_model.pb (models/saved_model.py); a kind of another format hashes its own files."""
-        from models.saved_model import fingerprint
+        from beam_embed.models.saved_model import fingerprint
 
         return fingerprint(encoder, preprocessor)
 
@@ -139,7 +139,7 @@ class Encoder(abc.ABC):
         """The token positions of the model `spec` names: the longest --max-seq-length it can
         run, read without running it; None when it has no such limit or it is unknown. This
         default: the rows of a SavedModel's position embedding variable."""
-        from models.saved_model import position_rows
+        from beam_embed.models.saved_model import position_rows
 
         return position_rows(spec.encoder)
 

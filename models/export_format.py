@@ -124,7 +124,7 @@ def check_export(folder: str) -> dict:
     Reads the small files only (no weights): an ExportError names the first problem."""
     import tensorflow as tf
 
-    from models.hub_loader import HandleError, check_variables
+    from beam_embed.models.hub_loader import HandleError, check_variables
 
     meta = read_metadata(folder)
     for sub in saved_models(meta):

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 
-from models.gcs_copy import GS, local_copy
+from beam_embed.models.gcs_copy import GS, local_copy
 
 
 class HandleError(ValueError):
@@ -219,7 +219,7 @@ def _load_saved_model(path: str, tags):
 
 def load_handle(handle: str, tags=None):
     """`hub.load` with errors that name the handle; local folders must exist."""
-    from models.tf_import import register_text_ops
+    from beam_embed.models.tf_import import register_text_ops
 
     register_text_ops()  # TensorFlow, and the ops BERT preprocessors and text-in embedders call
     import tensorflow as tf

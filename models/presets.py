@@ -16,8 +16,8 @@ import sys
 
 import yaml
 
-from models.gcs_copy import cache_dir, gs_names, local_copy
-from models.hub_loader import is_remote
+from beam_embed.models.gcs_copy import cache_dir, gs_names, local_copy
+from beam_embed.models.hub_loader import is_remote
 
 
 def _presets_file() -> str:
@@ -74,13 +74,13 @@ def checkpoint_folder(checkpoint: str) -> str:
 
 def exported(checkpoint: str, name: str) -> str:
     """The export of a checkpoint folder in the cache, made on first use."""
-    from models.export_format import FORMAT_VERSION, METADATA_FILE
+    from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE
 
     folder = checkpoint_folder(checkpoint)
     key = hashlib.sha256(f"{os.path.abspath(folder)}|{FORMAT_VERSION}".encode()).hexdigest()[:12]
     out = os.path.join(cache_dir(), f"{name}-{key}")
     if not os.path.exists(os.path.join(out, METADATA_FILE)):
-        from models.export.convert import export_checkpoint
+        from beam_embed.models.export.convert import export_checkpoint
 
         tmp = f"{out}.partial-{os.getpid()}"
         export_checkpoint(folder, tmp, name=name)
@@ -93,10 +93,10 @@ def exported(checkpoint: str, name: str) -> str:
 
 def from_export(folder: str, name: str | None = None) -> ModelSpec:
     """A ModelSpec for an `export-model` output folder (its beam_embed.json supplies defaults),
-    once its files are checked (models.export_format.check_export): a damaged export is refused
+    once its files are checked (beam_embed.models.export_format.check_export): a damaged export is refused
     here, naming the file, before anything is loaded or written."""
-    from models.encoders import KINDS
-    from models.export_format import METADATA_FILE, REEXPORT, ExportError, check_export
+    from beam_embed.models.encoders import KINDS
+    from beam_embed.models.export_format import METADATA_FILE, REEXPORT, ExportError, check_export
 
     try:  # a gs:// export is checked, and later loaded, in its local copy
         meta = check_export(local_copy(folder))
@@ -136,8 +136,8 @@ def from_handles(encoder: str, preprocessor: str | None = None,
     """Handles given directly: with a preprocessor the kind that pairs with one (a TF-Hub BERT
     encoder); alone, the kind the handle is recognized as (models/encoders/detect.py), unless
     `kind` says."""
-    from models.encoders import encoder_kind, paired_kind
-    from models.hub_loader import check_variables, is_remote
+    from beam_embed.models.encoders import encoder_kind, paired_kind
+    from beam_embed.models.hub_loader import check_variables, is_remote
 
     # Local files cut short: refused before anything is loaded. Remote handles are checked when
     # they load (load_handle): a Dataflow dry run describes gs:// models without reaching them.
@@ -148,7 +148,7 @@ def from_handles(encoder: str, preprocessor: str | None = None,
     if not kind and preprocessor:
         kind = paired_kind()
     elif not kind:
-        from models.encoders.detect import detect
+        from beam_embed.models.encoders.detect import detect
 
         kind, learned = detect(encoder)
     registry = encoder_kind(kind)
@@ -178,7 +178,7 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
                          "folder or TF-Hub URL")
     p = presets[model]
     if "checkpoint" in p:
-        from models.export_format import ExportError
+        from beam_embed.models.export_format import ExportError
 
         folder = exported(p["checkpoint"], p.get("name", model))
         try:

@@ -1,5 +1,5 @@
 """What the SavedModel kinds know about their handles without loading them: the fingerprint a
-manifest records, and how many token positions a model has. models.encoder.Encoder's defaults
+manifest records, and how many token positions a model has. beam_embed.models.encoder.Encoder's defaults
 call these; a kind that is not a SavedModel overrides them.
 
 No TensorFlow at import (the encoder interface imports this module).
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from models.hub_loader import is_remote, resolve_handle
+from beam_embed.models.hub_loader import is_remote, resolve_handle
 
 
 def fingerprint(*handles: str | None) -> str:

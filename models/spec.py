@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from models.choices import (
+from beam_embed.models.choices import (
     ACCELERATORS,
     GRANULARITIES,
     LONG_TEXT_MODES,
@@ -19,7 +19,7 @@ from models.choices import (
     TOKEN_DTYPES,
     TOKEN_UNITS,
 )
-from models.encoders import KINDS, encoder_kind
+from beam_embed.models.encoders import KINDS, encoder_kind
 
 DEFAULT_MODEL = "minilm"
 
@@ -65,11 +65,11 @@ class EncoderSpec:
     on_host: bool = False
 
     def parsed_poolings(self):
-        """The poolings as models.pooling.Pooling, checked against the encoder kind."""
+        """The poolings as beam_embed.models.pooling.Pooling, checked against the encoder kind."""
         return encoder_kind(self.kind).parse_poolings(self.poolings)
 
     def fingerprint(self) -> str:
-        """The model's fingerprint, as its kind computes it (models.encoder.Encoder)."""
+        """The model's fingerprint, as its kind computes it (beam_embed.models.encoder.Encoder)."""
         return fingerprint(self.kind, self.encoder, self.preprocessor)
 
     def max_positions(self) -> int | None:
@@ -78,12 +78,12 @@ class EncoderSpec:
         return encoder_kind(self.kind).encoder_class().max_positions(self)
 
     def fixed_shapes(self):
-        """The (rows, length) shapes a TPU's calls run in (models.fixed_shapes.FixedShapes);
+        """The (rows, length) shapes a TPU's calls run in (beam_embed.models.fixed_shapes.FixedShapes);
         None on other accelerators, whose shapes follow each batch."""
         if self.accelerator != "tpu":
             return None
-        from models.encoders.bert import SEQ_BUCKETS
-        from models.fixed_shapes import FixedShapes
+        from beam_embed.models.encoders.bert import SEQ_BUCKETS
+        from beam_embed.models.fixed_shapes import FixedShapes
 
         return FixedShapes.of(self.batch_tokens, self.max_batch_size, SEQ_BUCKETS,
                               self.max_seq_length)
@@ -92,7 +92,7 @@ class EncoderSpec:
         """Starts loading and running the encoder once on a background thread (models/warm_up.py),
         for `build` to find ready; False for kinds that load only in `build`, and on a TPU (the
         warm-up runs the graph's call, which the TPU path does not use)."""
-        from models import warm_up
+        from beam_embed.models import warm_up
 
         if self.accelerator == "tpu":
             return False
@@ -100,9 +100,9 @@ class EncoderSpec:
 
     def build(self):
         """An Embedder (sentence vectors) or a TokenEmbedder (token granularity)."""
-        from models.accelerators import strategy
-        from models.embedder import Embedder, configure_threads
-        from models.tokens import TokenEmbedder
+        from beam_embed.models.accelerators import strategy
+        from beam_embed.models.embedder import Embedder, configure_threads
+        from beam_embed.models.tokens import TokenEmbedder
 
         configure_threads(self.intra_op_threads, self.inter_op_threads)  # before the model loads
         kind = encoder_kind(self.kind)
@@ -170,7 +170,7 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
     recommendation (pooling, normalize, max length) or the accelerator's (precision: bf16 on a
     TPU, else fp32). `batch`: the token budget and most rows of one encoder call. Raises
     ValueError naming the bad value and the valid choices."""
-    from models.presets import from_handles, resolve
+    from beam_embed.models.presets import from_handles, resolve
 
     check_choice("accelerator", accelerator, ACCELERATORS)
     precision = precision or ("bf16" if accelerator == "tpu" else "fp32")

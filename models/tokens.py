@@ -12,9 +12,9 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from models.choices import TOKEN_DTYPES, TOKEN_UNITS
-from models.encoder import Units
-from models.encoders import encoder_kind
+from beam_embed.models.choices import TOKEN_DTYPES, TOKEN_UNITS
+from beam_embed.models.encoder import Units
+from beam_embed.models.encoders import encoder_kind
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,12 +27,12 @@ _lock = threading.Lock()
 
 
 def start(cls, spec) -> bool:
-    """Starts warming `spec`'s encoder (a models.spec.EncoderSpec; `cls` its kind's Encoder
+    """Starts warming `spec`'s encoder (a beam_embed.models.spec.EncoderSpec; `cls` its kind's Encoder
     class) unless the kind has no warm-up or one already started; True when a warm-up is (or
     was) under way."""
     if not cls.warms_up:
         return False
-    from models.embedder import configure_threads
+    from beam_embed.models.embedder import configure_threads
 
     configure_threads(spec.intra_op_threads, spec.inter_op_threads)  # before the first op runs
     key = (spec.encoder, spec.precision)

@@ -1,8 +1,8 @@
 """beam-embed's commands, one package each, above the pieces they share.
 
     cli.py      `beam-embed` dispatch: the command list, --version; imports the command it runs
-    job/        the embedding job (`run`; `python -m pipeline.run` stays its entry point)
-    pca/        the follow-up job (`pca`; also `python -m pipeline.pca`)
+    job/        the embedding job (`run`; `python -m beam_embed.pipeline.run` stays its entry point)
+    pca/        the follow-up job (`pca`; also `python -m beam_embed.pipeline.pca`)
     search/     `search`          evaluate/   `eval`
     inspect/    `tokens`, `similarity`        export/     `export-model`
     dataflow/   launching elsewhere: dry run, offline Dataflow job, shipping check

@@ -7,26 +7,26 @@ import importlib
 import sys
 from typing import NoReturn
 
-from pipeline.common.exits import exit_after
-from pipeline.common.flags import hint
-from pipeline.common.quiet import configure, verbose_requested
+from beam_embed.pipeline.common.exits import exit_after
+from beam_embed.pipeline.common.flags import hint
+from beam_embed.pipeline.common.quiet import configure, verbose_requested
 
 # Every command is a module with main(argv) -> exit code.
 COMMANDS = {
-    "run": ("pipeline.job.command", "embed a corpus into Parquet/TFRecord (default: the sample)"),
-    "pca": ("pipeline.pca.command", "PCA of a run: plot.html, plot.png, TensorBoard projector"),
-    "search": ("pipeline.search.command", "the records of a run closest in meaning to a query"),
-    "eval": ("pipeline.evaluate.command", "score models and poolings on scored pairs or triplets"),
-    "tokens": ("pipeline.inspect.tokens", "how models split a text into WordPieces"),
-    "similarity": ("pipeline.inspect.similarity", "cosine similarity of words in context"),
-    "export-model": ("pipeline.export.command", "a Hugging Face BERT-family checkpoint -> "
+    "run": ("beam_embed.pipeline.job.command", "embed a corpus into Parquet/TFRecord (default: the sample)"),
+    "pca": ("beam_embed.pipeline.pca.command", "PCA of a run: plot.html, plot.png, TensorBoard projector"),
+    "search": ("beam_embed.pipeline.search.command", "the records of a run closest in meaning to a query"),
+    "eval": ("beam_embed.pipeline.evaluate.command", "score models and poolings on scored pairs or triplets"),
+    "tokens": ("beam_embed.pipeline.inspect.tokens", "how models split a text into WordPieces"),
+    "similarity": ("beam_embed.pipeline.inspect.similarity", "cosine similarity of words in context"),
+    "export-model": ("beam_embed.pipeline.export.command", "a Hugging Face BERT-family checkpoint -> "
                                                 "TF-Hub-format SavedModels"),
 }
 HELP_WORDS = ("-h", "--help", "help")
 
 
 def version() -> str:
-    from pipeline.common.versions import installed_version
+    from beam_embed.pipeline.common.versions import installed_version
 
     return installed_version("beam-embed", "unknown (not installed: pip install -e .)")
 
@@ -66,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The `beam-embed` console script: main, then the process ends without the interpreter's
-    teardown of TensorFlow and Beam (pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
-    `run` process is set up as the job's own (pipeline.job.early.job_process)."""
+    teardown of TensorFlow and Beam (beam_embed.pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
+    `run` process is set up as the job's own (beam_embed.pipeline.job.early.job_process)."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
-        from pipeline.job.early import job_process
+        from beam_embed.pipeline.job.early import job_process
 
         job_process(argv[1:])
     exit_after(lambda: main(argv))

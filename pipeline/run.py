@@ -1,15 +1,15 @@
-"""`python -m pipeline.run`: the embedding job (`beam-embed run`), kept as a thin entry point."""
+"""`python -m beam_embed.pipeline.run`: the embedding job (`beam-embed run`), kept as a thin entry point."""
 
 import sys
 
-from pipeline.common.quiet import configure, verbose_requested
+from beam_embed.pipeline.common.quiet import configure, verbose_requested
 
 if __name__ == "__main__":
     configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
-    from pipeline.common.exits import exit_after
-    from pipeline.job.early import job_process
+    from beam_embed.pipeline.common.exits import exit_after
+    from beam_embed.pipeline.job.early import job_process
 
     job_process(sys.argv[1:])  # this process is the job's own
-    from pipeline.job.command import main
+    from beam_embed.pipeline.job.command import main
 
     exit_after(main)

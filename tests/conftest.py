@@ -23,7 +23,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_export(tiny_checkpoint, tmp_path_factory):
-    from models.export.convert import export_checkpoint
+    from beam_embed.models.export.convert import export_checkpoint
 
     out = str(tmp_path_factory.mktemp("tiny_export"))
     export_checkpoint(tiny_checkpoint[0], out, name="tiny-bert")
@@ -39,7 +39,7 @@ def minilm_checkpoint():
 
 @pytest.fixture(scope="session")
 def minilm_export(minilm_checkpoint, tmp_path_factory):
-    from models.export.convert import export_checkpoint
+    from beam_embed.models.export.convert import export_checkpoint
 
     out = str(tmp_path_factory.mktemp("minilm_export"))
     export_checkpoint(minilm_checkpoint, out, name="all-MiniLM-L6-v2")
@@ -80,7 +80,7 @@ def fresh_export(tiny_export, tmp_path):
 @pytest.fixture
 def loads(monkeypatch):
     """Every load_handle call: [handle]."""
-    from models import hub_loader
+    from beam_embed.models import hub_loader
 
     seen, original = [], hub_loader.load_handle
 

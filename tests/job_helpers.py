@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import tensorflow as tf
 
-from pipeline.job.command import main
+from beam_embed.pipeline.job.command import main
 
 
 def run_job(output: str, *args: str) -> dict:

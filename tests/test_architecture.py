@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from models.encoders import KINDS
+from beam_embed.models.encoders import KINDS
 
 # Each snippet runs in a fresh interpreter (this one has TensorFlow loaded already) and prints
 # the TensorFlow-related modules it imported.
@@ -20,24 +20,24 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
                         ("tensorflow", "tensorflow_hub", "tensorflow_text", "keras", "tf_keras"))))
 """
 TF_FREE = {
-    "the CLI": "import pipeline.cli",
-    "run's option parser": "from pipeline.job.options import parse\n"
+    "the CLI": "import beam_embed.pipeline.cli",
+    "run's option parser": "from beam_embed.pipeline.job.options import parse\n"
                            "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
-    "run's flag check": "from pipeline.job import config\nconfig.from_flags",
-    "pca's option parser": "from pipeline.pca.command import parse_args\n"
+    "run's flag check": "from beam_embed.pipeline.job import config\nconfig.from_flags",
+    "pca's option parser": "from beam_embed.pipeline.pca.command import parse_args\n"
                            "parse_args(['--input', 'a', '--output', 'b'])",
-    "search's option parser": "from pipeline.search.command import parse_args\n"
+    "search's option parser": "from beam_embed.pipeline.search.command import parse_args\n"
                               "parse_args(['out', 'a query'])",
-    "eval's option parser": "from pipeline.evaluate.command import parse_args\n"
+    "eval's option parser": "from beam_embed.pipeline.evaluate.command import parse_args\n"
                             "parse_args(['--pairs', 'p.tsv'])",
-    "tokens and similarity": "import pipeline.inspect.tokens, pipeline.inspect.similarity",
-    "export-model": "import pipeline.export.command",
-    "the encoder spec and registry": "from models.spec import encoder_spec\n"
-                                     "from models.encoders import KINDS\n"
+    "tokens and similarity": "import beam_embed.pipeline.inspect.tokens, beam_embed.pipeline.inspect.similarity",
+    "export-model": "import beam_embed.pipeline.export.command",
+    "the encoder spec and registry": "from beam_embed.models.spec import encoder_spec\n"
+                                     "from beam_embed.models.encoders import KINDS\n"
                                      "[k.parse_poolings(['mean']) for k in KINDS.values()"
                                      " if 'mean' in k.poolers]",
-    "run --help": "from pipeline.cli import main\nmain(['run', '--help'])",
-    "a misspelled flag": "from pipeline.cli import main\n"
+    "run --help": "from beam_embed.pipeline.cli import main\nmain(['run', '--help'])",
+    "a misspelled flag": "from beam_embed.pipeline.cli import main\n"
                          "assert main(['run', '--poolin', 'mean']) == 2",
 }
 
@@ -52,16 +52,16 @@ def test_imports_no_tensorflow(what, tmp_path):
 
 
 def test_registry_precisions_are_the_exported_graphs():
-    from models.choices import PRECISIONS
-    from models.encoders import KINDS
-    from models.export.bert_encoder import LOW_PRECISIONS
+    from beam_embed.models.choices import PRECISIONS
+    from beam_embed.models.encoders import KINDS
+    from beam_embed.models.export.bert_encoder import LOW_PRECISIONS
 
     assert KINDS["bert"].precisions == PRECISIONS == ("fp32", *LOW_PRECISIONS)
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_implements_the_encoder_interface(kind):
-    from models.encoder import Encoder
+    from beam_embed.models.encoder import Encoder
 
     registry = KINDS[kind]
     cls = registry.encoder_class()
@@ -73,7 +73,7 @@ def test_every_kind_implements_the_encoder_interface(kind):
 
 
 def test_unknown_kind_names_the_kinds():
-    from models.encoders import encoder_kind
+    from beam_embed.models.encoders import encoder_kind
 
     with pytest.raises(ValueError, match=r"unknown encoder kind 'gpt'; expected one of \['bert'"):
         encoder_kind("gpt")

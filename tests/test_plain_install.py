@@ -46,7 +46,24 @@ def plain(tmp_path_factory):
            "BEAM_EMBED_CACHE": str(root / "cache"), "TF_CPP_MIN_LOG_LEVEL": "2"}
     work = root / "work"
     work.mkdir()
+    # The user's own packages named as the repository's folders, first on sys.path: every
+    # command below runs beside them, and importing one fails loudly.
+    for name in ("models", "pipeline"):
+        (work / name).mkdir()
+        (work / name / "__init__.py").write_text(f"raise ImportError('the user\\'s {name}')\n")
+    env["PYTHONPATH"] = str(work)
     return root / "venv" / "bin", env, work
+
+
+def test_one_import_package_is_installed(plain, tmp_path):
+    bin_dir, env, work = plain
+    bare = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    out = _run([str(bin_dir / "python"), "-c", "import importlib.util as u, json, beam_embed; "
+                "print(json.dumps({m: bool(u.find_spec(m)) for m in ('pipeline', 'models', "
+                "'beam_embed.pipeline.cli', 'beam_embed.models.spec')}))"], cwd=tmp_path, env=bare)
+    assert json.loads(out.stdout) == {"pipeline": False, "models": False,
+                                      "beam_embed.pipeline.cli": True,
+                                      "beam_embed.models.spec": True}
 
 
 def test_only_base_requirements_are_installed(plain):

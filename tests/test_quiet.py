@@ -22,7 +22,7 @@ def _cli(cwd, *argv: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "BEAM_EMBED_VERBOSE")}  # as a user's shell
     env["PYTHONPATH"] = ":".join(sys.path)
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "beam_embed.pipeline.cli", *argv], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=600)
 
 

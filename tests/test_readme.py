@@ -12,7 +12,7 @@ import shlex
 
 import pytest
 
-from pipeline.cli import main as cli
+from beam_embed.pipeline.cli import main as cli
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -1,6 +1,6 @@
 """The encoder kinds: one registry entry each, with the facts flags are checked against.
 
-An entry names the class that implements models.encoder.Encoder (imported only to build one,
+An entry names the class that implements beam_embed.models.encoder.Encoder (imported only to build one,
 so this module and every flag check stay free of TensorFlow), the poolings the kind offers,
 its compute precisions, its token layers and units, its kind-specific options, and why it lacks
 what it lacks (so a refused flag says so). Adding a kind = one class + one entry here + its
@@ -14,8 +14,8 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
-from models.choices import ACCELERATORS, PRECISIONS
-from models.pooling import (
+from beam_embed.models.choices import ACCELERATORS, PRECISIONS
+from beam_embed.models.pooling import (
     ELMO_OUTPUTS,
     ELMO_POOLERS,
     LAYERED,
@@ -57,7 +57,7 @@ class EncoderKind:
         return f" ({self.why[what]})" if what in self.why else ""
 
     def parse_poolings(self, specs):
-        """models.pooling.Pooling per spec, checked against this kind's poolings and, when the
+        """beam_embed.models.pooling.Pooling per spec, checked against this kind's poolings and, when the
         kind's layers are fixed, their layers."""
         try:
             parsed = parse_poolings(list(specs), self.poolers, self.layered)
@@ -114,11 +114,11 @@ _TPU_WHY = ("the TPU path compiles the TF-Hub BERT contract's call; export BERT-
             "models with `beam-embed export-model`")
 KINDS = {
     "bert": EncoderKind(
-        "bert", "models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
+        "bert", "beam_embed.models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
         accelerators=ACCELERATORS, token_units=("word", "wordpiece"), min_seq_length=3,
         preprocessor=True),
     "bert_tf1": EncoderKind(
-        "bert_tf1", "models.encoders.bert_tf1:HubBertTf1Encoder",
+        "bert_tf1", "beam_embed.models.encoders.bert_tf1:HubBertTf1Encoder",
         {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),
         token_units=("word", "wordpiece"), layers=1, min_seq_length=3,
         recognized_by="tags [] with signatures tokens(input_ids, input_mask, segment_ids) and "
@@ -127,13 +127,13 @@ KINDS = {
              "precision": "a TF1 Hub module runs its own graph, in fp32",
              "accelerator": _TPU_WHY}),
     "elmo": EncoderKind(
-        "elmo", "models.encoders.elmo:HubElmoEncoder", ELMO_POOLERS, frozenset(),
+        "elmo", "beam_embed.models.encoders.elmo:HubElmoEncoder", ELMO_POOLERS, frozenset(),
         default_pooling=("default",), named_layers=ELMO_OUTPUTS, default_token_layer="elmo",
         recognized_by="tags [] with signatures default(text) and tokens(tokens, sequence_len)",
         options={"signature": ("elmo-signature", ELMO_SIGNATURES)},
         why={"accelerator": _TPU_WHY}),
     "text_in": EncoderKind(
-        "text_in", "models.encoders.text_in:HubTextEncoder", TEXT_POOLERS, frozenset(),
+        "text_in", "beam_embed.models.encoders.text_in:HubTextEncoder", TEXT_POOLERS, frozenset(),
         default_pooling=("default",), token_level=False, layers=0, max_seq_length=None,
         recognized_by="a TF2 SavedModel callable (or serving_default) taking one string tensor "
                       "[batch] and returning float [batch, D]",
@@ -143,7 +143,7 @@ KINDS = {
              "precision": "a TF-Hub SavedModel computes in its own precision",
              "accelerator": _TPU_WHY}),
     "keras_hub": EncoderKind(
-        "keras_hub", "models.encoders.keras_hub:KerasHubBertEncoder",
+        "keras_hub", "beam_embed.models.encoders.keras_hub:KerasHubBertEncoder",
         {k: POOLERS[k] for k in ("cls", "mean", "max")}, frozenset({"cls", "mean", "max"}),
         token_level=False, min_seq_length=3,
         recognized_by="a Hugging Face BERT folder: config.json (model_type bert) beside "

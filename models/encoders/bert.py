@@ -16,16 +16,16 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from models import accelerators, cpu
-from models.choices import PRECISIONS
-from models.encoder import Encoder, Units, WordPieces
-from models.export_format import METADATA_FILE, precision_folder
-from models.fixed_shapes import FixedShapes
-from models.gcs_copy import local_copy
-from models.hub_loader import downloads, load_once, resolve_handle
-from models.pooling import EncoderOutput
-from models.warm_up import wait as wait_for_warm_up
-from models.xla import CompiledForward
+from beam_embed.models import accelerators, cpu
+from beam_embed.models.choices import PRECISIONS
+from beam_embed.models.encoder import Encoder, Units, WordPieces
+from beam_embed.models.export_format import METADATA_FILE, precision_folder
+from beam_embed.models.fixed_shapes import FixedShapes
+from beam_embed.models.gcs_copy import local_copy
+from beam_embed.models.hub_loader import downloads, load_once, resolve_handle
+from beam_embed.models.pooling import EncoderOutput
+from beam_embed.models.warm_up import wait as wait_for_warm_up
+from beam_embed.models.xla import CompiledForward
 
 # Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
 # few retraces, little padding).

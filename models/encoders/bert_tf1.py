@@ -16,10 +16,10 @@ import os
 
 import tensorflow as tf
 
-from models.bert_preprocessor import GOOGLE, BertPreprocessor
-from models.encoder import WordPieces
-from models.encoders.bert import HubBertEncoder
-from models.hub_loader import load_once, resolve_handle
+from beam_embed.models.bert_preprocessor import GOOGLE, BertPreprocessor
+from beam_embed.models.encoder import WordPieces
+from beam_embed.models.encoders.bert import HubBertEncoder
+from beam_embed.models.hub_loader import load_once, resolve_handle
 
 SIGNATURES = ("tokens", "tokenization_info")
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")

@@ -2,7 +2,7 @@
 
 The SavedModel's own description (saved_model.pb: each graph's tags and signatures) is read
 without loading any weights (a folder without one has no graphs: a kind of another format
-recognizes its own files there); each kind that can be recognized (models.encoders.KINDS, in order)
+recognizes its own files there); each kind that can be recognized (beam_embed.models.encoders.KINDS, in order)
 then says whether the handle is one of its models (Encoder.recognize), loading it if it must
 (once per process, so building the encoder afterwards costs nothing more). A handle that fits
 no kind fails naming the kinds tried and what was found.
@@ -17,8 +17,8 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.core.protobuf import saved_model_pb2
 
-from models.encoders import KINDS
-from models.hub_loader import HandleError, load_once, resolve_handle
+from beam_embed.models.encoders import KINDS
+from beam_embed.models.hub_loader import HandleError, load_once, resolve_handle
 
 
 def _dtype(enum: int) -> str:

@@ -13,11 +13,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from models.encoder import Encoder, Units
-from models.encoders import ELMO_SIGNATURES as SIGNATURES
-from models.encoders.bert import bucket_length
-from models.hub_loader import HandleError, is_remote, load_once
-from models.pooling import ELMO_OUTPUTS, EncoderOutput
+from beam_embed.models.encoder import Encoder, Units
+from beam_embed.models.encoders import ELMO_SIGNATURES as SIGNATURES
+from beam_embed.models.encoders.bert import bucket_length
+from beam_embed.models.hub_loader import HandleError, is_remote, load_once
+from beam_embed.models.pooling import ELMO_OUTPUTS, EncoderOutput
 
 _PUNCTUATION = r"[\p{P}\p{S}]"
 _WORD_DELIMS = r"[\s\p{Z}\p{C}]+|" + _PUNCTUATION

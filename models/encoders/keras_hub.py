@@ -23,9 +23,9 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from models.encoder import Encoder, Units
-from models.encoders.bert import SEQ_BUCKETS, SPECIAL_TOKENS_PER_TEXT, bucket_length
-from models.pooling import EncoderOutput
+from beam_embed.models.encoder import Encoder, Units
+from beam_embed.models.encoders.bert import SEQ_BUCKETS, SPECIAL_TOKENS_PER_TEXT, bucket_length
+from beam_embed.models.pooling import EncoderOutput
 
 CONFIG, WEIGHTS, VOCAB = "config.json", "model.safetensors", "vocab.txt"
 # The files that decide the vectors: hashed into the fingerprint, in this order.

@@ -18,10 +18,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from models.encoder import Encoder, Units
-from models.encoders.detect import call_functions, callable_description
-from models.hub_loader import load_once
-from models.pooling import EncoderOutput
+from beam_embed.models.encoder import Encoder, Units
+from beam_embed.models.encoders.detect import call_functions, callable_description
+from beam_embed.models.hub_loader import load_once
+from beam_embed.models.pooling import EncoderOutput
 
 _SPACES = r"[\s\p{Z}]+"
 # When a signature returns several float [batch, D] tensors, the one TF-Hub's text embedders name

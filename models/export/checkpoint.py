@@ -13,8 +13,8 @@ import json
 import os
 
 # The layouts, named after the tokenizer flavors they follow (GOOGLE re-exported for them).
-from models.bert_preprocessor import GOOGLE as GOOGLE
-from models.bert_preprocessor import HUGGING_FACE
+from beam_embed.models.bert_preprocessor import GOOGLE as GOOGLE
+from beam_embed.models.bert_preprocessor import HUGGING_FACE
 
 MAX_NAMES_SHOWN = 12  # folder listings and variable names quoted in error messages
 REQUIRED_CONFIG = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -43,7 +43,7 @@ class Checkpoint:
     layout: str  # HUGGING_FACE or GOOGLE
     config: dict  # BERT hyper-parameters under Hugging Face's config.json names
     weights: str  # the weights file, or the TF checkpoint prefix, that is read
-    activation: str  # models.export.bert_encoder.ACTIVATIONS key the config's hidden_act means
+    activation: str  # beam_embed.models.export.bert_encoder.ACTIVATIONS key the config's hidden_act means
     activation_note: str  # why that activation
     tokenizer: TokenizerSettings
     vocab_size: int

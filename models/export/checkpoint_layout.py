@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager
 
-from models.export.checkpoint import GOOGLE, HUGGING_FACE, Checkpoint, CheckpointError, some
-from models.export.google_checkpoint import inspect_google_folder, open_google_tensors
-from models.export.hf_checkpoint import WEIGHT_FILES, inspect_hf_folder, open_hf_tensors
-from models.export.weight_map import Tensors
+from beam_embed.models.export.checkpoint import (
+    GOOGLE,
+    HUGGING_FACE,
+    Checkpoint,
+    CheckpointError,
+    some,
+)
+from beam_embed.models.export.google_checkpoint import inspect_google_folder, open_google_tensors
+from beam_embed.models.export.hf_checkpoint import WEIGHT_FILES, inspect_hf_folder, open_hf_tensors
+from beam_embed.models.export.weight_map import Tensors
 
 
 def layout_of(path: str, checkpoint: str | None = None) -> str:

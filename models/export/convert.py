@@ -19,13 +19,13 @@ import os
 
 import tensorflow as tf
 
-from models.bert_preprocessor import BertPreprocessor
-from models.choices import PRECISIONS
-from models.export.bert_encoder import LOW_PRECISIONS, BertEncoder, LowPrecisionEncoder
-from models.export.checkpoint import Checkpoint, CheckpointError
-from models.export.checkpoint_layout import inspect_checkpoint, open_tensors
-from models.export.weight_map import MappedWeights, map_weights
-from models.export_format import FORMAT_VERSION, METADATA_FILE, precision_folder
+from beam_embed.models.bert_preprocessor import BertPreprocessor
+from beam_embed.models.choices import PRECISIONS
+from beam_embed.models.export.bert_encoder import LOW_PRECISIONS, BertEncoder, LowPrecisionEncoder
+from beam_embed.models.export.checkpoint import Checkpoint, CheckpointError
+from beam_embed.models.export.checkpoint_layout import inspect_checkpoint, open_tensors
+from beam_embed.models.export.weight_map import MappedWeights, map_weights
+from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE, precision_folder
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "

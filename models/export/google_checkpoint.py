@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from models.export.checkpoint import (
+from beam_embed.models.export.checkpoint import (
     GOOGLE,
     Checkpoint,
     CheckpointError,
@@ -31,7 +31,7 @@ from models.export.checkpoint import (
     load_config,
     some,
 )
-from models.export.weight_map import GOOGLE_NAMES, Tensors
+from beam_embed.models.export.weight_map import GOOGLE_NAMES, Tensors
 
 CONFIG_FILE = "bert_config.json"
 RELEASED_PREFIX = "bert_model.ckpt"

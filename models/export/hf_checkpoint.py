@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 
-from models.export.checkpoint import (
+from beam_embed.models.export.checkpoint import (
     HUGGING_FACE,
     Checkpoint,
     CheckpointError,
@@ -21,7 +21,7 @@ from models.export.checkpoint import (
     load_config,
     load_json,
 )
-from models.export.weight_map import HF_NAMES, Tensors
+from beam_embed.models.export.weight_map import HF_NAMES, Tensors
 
 SUPPORTED_MODEL_TYPES = ("bert",)
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")

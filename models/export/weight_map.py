@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from models.export.bert_encoder import BertLayerWeights, BertWeights
-from models.export.checkpoint import CheckpointError, some
+from beam_embed.models.export.bert_encoder import BertLayerWeights, BertWeights
+from beam_embed.models.export.checkpoint import CheckpointError, some
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ tested (private_apis.py), and the sample corpus.
 
 May import: models, Beam, pyarrow, numpy (flags.py, private_apis.py, choices.py,
 output_formats.py, quiet.py, errors.py and exits.py import none of them at module level: --help
-needs them light). Never a command package (pipeline.job, its dataflow/ included, pipeline.pca,
+needs them light). Never a command package (beam_embed.pipeline.job, its dataflow/ included, beam_embed.pipeline.pca,
 ...); TensorFlow only inside functions. The output formats' entries name their writers (in
-pipeline.job) and readers (in pipeline.pca) as strings that only those commands import.
+beam_embed.pipeline.job) and readers (in beam_embed.pipeline.pca) as strings that only those commands import.
 """

@@ -9,7 +9,7 @@ Each step is a bundle of its own for the runner (~10-40 ms apiece on 2 cores, me
 and after its last). Those steps make a sink safe when a runner retries or splits bundles over
 workers: only the files of bundles that succeeded are renamed. With one in-process worker a
 failed bundle fails the whole run, and the job writes into a staging folder that is published
-whole or discarded (pipeline.common.staging), so the files can be written where they stay.
+whole or discarded (beam_embed.pipeline.common.staging), so the files can be written where they stay.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.staging import naming_file
 
 _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
 _UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<suffix>.*)$")

@@ -14,7 +14,7 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
-from models.hub_loader import is_remote
+from beam_embed.models.hub_loader import is_remote
 
 CLAIM = ".beam-embed-claim.json"
 

@@ -1,6 +1,6 @@
 """How a job's own process is tuned to start fast: the imports it refuses and its garbage
 collector held off until the run starts. The process entries of the job (`python -m
-pipeline.run`, `beam-embed run`) call `start_job_process`, and the run `resume_collector`; only
+beam_embed.pipeline.run`, `beam-embed run`) call `start_job_process`, and the run `resume_collector`; only
 there: a process that calls the job's `main` as a library (tests, notebooks) is left as it was.
 (How TensorFlow itself is imported lean, without Keras, is models/tf_import.py: the models load
 it that way in any process.)
@@ -13,7 +13,7 @@ pandas DataFrames (`apache_beam/typehints/__init__.py` goes on without them when
 fails), and by pyarrow, only to ask whether each array it converts is a pandas object (its
 pandas shim takes a failed import as "no pandas"). The job's PCollections hold Records and numpy
 batches, its sinks build Arrow arrays from numpy and lists. So the process entries of the job
-(`python -m pipeline.run`, `beam-embed run`) refuse the import for the life of the process.
+(`python -m beam_embed.pipeline.run`, `beam-embed run`) refuse the import for the life of the process.
 Only there: a process that calls the job's `main` as a library (tests, notebooks) may use pandas
 with pyarrow afterwards, which the refusal would break.
 
@@ -29,7 +29,7 @@ The garbage collector held off while a job's process starts.
 Importing TensorFlow and Beam and loading the model create ~400,000 objects that live as long
 as the process, and almost none is garbage. Python's collector still ran six full collections
 over them before a 2,000-sentence run's first record (measured: 0.70 s on 2 cores, 111 objects
-found in all). The job's process entries (`python -m pipeline.run`, `beam-embed run`) pause the
+found in all). The job's process entries (`python -m beam_embed.pipeline.run`, `beam-embed run`) pause the
 collector; the run resumes it as its pipeline starts, moving what start-up made into the
 permanent generation (`gc.freeze`) so later collections skip it. Only there, as with the
 refused imports: a process that calls the job's `main` as a library keeps its collector as it

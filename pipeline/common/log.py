@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from pipeline.common.terminal import printable
+from beam_embed.pipeline.common.terminal import printable
 
 VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
 

@@ -1,9 +1,9 @@
 """The embedding job's output folder: its names, its manifest (written and read), and how a
-new run claims the folder (the model's fingerprint is its encoder kind's: models.spec).
+new run claims the folder (the model's fingerprint is its encoder kind's: beam_embed.models.spec).
 
 Every manifest.json is written and read through its typed class, `JobManifest` (`beam-embed
 run`) or `PcaManifest` (`beam-embed pca`), each with its own format version; the output
-folder's checks (pipeline.common.staging) read any command's manifest leniently, through the
+folder's checks (beam_embed.pipeline.common.staging) read any command's manifest leniently, through the
 classes' `recognizes` and `listed_in`.
 
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
@@ -23,9 +23,9 @@ from typing import ClassVar
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common import output_formats
-from pipeline.common.errors import one_line
-from pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.errors import one_line
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 MANIFEST = "manifest.json"
 PREFIX = "embeddings"
@@ -43,7 +43,7 @@ def existing_outputs(folder: str, patterns) -> list[str]:
 @dataclass(frozen=True)
 class OutputKind:
     """What one command writes into its output folder, for the checks that decide what a new
-    run may replace there (pipeline.common.staging): only the files a manifest of this kind
+    run may replace there (beam_embed.pipeline.common.staging): only the files a manifest of this kind
     lists are ever replaced or deleted."""
     command: str  # for messages: "beam-embed run"
     patterns: tuple[str, ...]  # globs: names that look like its outputs
@@ -253,7 +253,7 @@ class PoolingColumn:
     width: int
     normalize: bool
     dtype: str = "float32"
-    scale: tuple = ()  # int8 only: pipeline.common.vector_dtypes
+    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.vector_dtypes
     offset: tuple = ()
 
     def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples

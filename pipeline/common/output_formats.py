@@ -2,9 +2,9 @@
 
 An entry names its implementations as "module:attr" strings, imported only where they are used
 (so this module, the flag help and every flag check stay free of Beam, numpy and TensorFlow):
-the writer (a module of pipeline.job, resolved only by the job), the row counter (the
+the writer (a module of beam_embed.pipeline.job, resolved only by the job), the row counter (the
 manifest's `rows` and the shard check) and the reader pca reads blocks of whole records with (a
-module of pipeline.pca, resolved only by pca). Everything that used to branch on a format's
+module of beam_embed.pipeline.pca, resolved only by pca). Everything that used to branch on a format's
 name asks its entry instead: the flag check, the manifest's `files` and `rows`, the shard check,
 pca's reader, search's refusal. Adding a format = one writer + one entry here + its tests.
 
@@ -56,13 +56,13 @@ def _load(ref: str):
 # In the order readers choose by when no format is asked for (Parquet first).
 OUTPUT_FORMATS: dict[str, OutputFormat] = {
     "parquet": OutputFormat(
-        "parquet", ".parquet", "Parquet", "pipeline.job.sinks:WriteParquet",
-        "pipeline.common.shards:parquet_rows", rows_up_front=True,
-        reader="pipeline.pca.inputs:read_parquet_blocks"),
+        "parquet", ".parquet", "Parquet", "beam_embed.pipeline.job.sinks:WriteParquet",
+        "beam_embed.pipeline.common.shards:parquet_rows", rows_up_front=True,
+        reader="beam_embed.pipeline.pca.inputs:read_parquet_blocks"),
     "tfrecord": OutputFormat(
-        "tfrecord", ".tfrecord", "TFRecord", "pipeline.job.sinks:WriteTFRecord",
-        "pipeline.common.shards:tfrecord_rows",
-        reader="pipeline.pca.inputs:read_tfrecord_blocks", tensorflow=True),
+        "tfrecord", ".tfrecord", "TFRecord", "beam_embed.pipeline.job.sinks:WriteTFRecord",
+        "beam_embed.pipeline.common.shards:tfrecord_rows",
+        reader="beam_embed.pipeline.pca.inputs:read_tfrecord_blocks", tensorflow=True),
 }
 
 

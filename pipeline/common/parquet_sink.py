@@ -16,7 +16,7 @@ from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.iobase import Write
 
-from pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.staging import naming_file
 
 
 class ParquetBatchSink(filebasedsink.FileBasedSink):

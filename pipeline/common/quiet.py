@@ -2,7 +2,7 @@
 lines; `-v/--verbose` (or BEAM_EMBED_VERBOSE=1) shows TensorFlow's, absl's and Beam's as well.
 
 TensorFlow reads its C++ log level from the environment when it loads, so `configure` runs
-before anything imports it: at the CLI entry and in `python -m pipeline.run` / `pipeline.pca`.
+before anything imports it: at the CLI entry and in `python -m beam_embed.pipeline.run` / `beam_embed.pipeline.pca`.
 Its start-up lines ("All log messages before absl::InitializeLog() ...", "Could not find cuda
 drivers") are written by C++ before any level applies, so `import_tensorflow` silences the
 process's stderr while TensorFlow loads.
@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 
-from pipeline.common.log import VERBOSE_ENV, is_verbose, set_verbose
+from beam_embed.pipeline.common.log import VERBOSE_ENV, is_verbose, set_verbose
 
 # TF_CPP_MIN_LOG_LEVEL 3 also drops "failed call to cuInit" (an ERROR line on every machine
 # without a GPU); real failures still reach the user as Python exceptions.
@@ -46,8 +46,8 @@ def verbose_requested(argv) -> bool:
 def configure(verbose: bool) -> None:
     """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads.
     Beam's gs:// credentials look is replaced by one that does not retry for ~25 s
-    (pipeline.common.gcs_auth), verbose or not."""
-    from pipeline.common import gcs_auth
+    (beam_embed.pipeline.common.gcs_auth), verbose or not."""
+    from beam_embed.pipeline.common import gcs_auth
 
     gcs_auth.install()
     set_verbose(verbose)
@@ -110,7 +110,7 @@ def import_tensorflow() -> None:
     (`configure(False)`; local worker processes inherit it through the environment; elsewhere,
     on Dataflow say, TensorFlow loads as usual). Commands call it once their flags are checked,
     the job's model handler before it loads the model."""
-    from models.tf_import import register_text_ops
+    from beam_embed.models.tf_import import register_text_ops
 
     quiet = "tensorflow" not in sys.modules and os.environ.get(VERBOSE_ENV) == "0"
     with stderr_silenced() if quiet else contextlib.nullcontext():

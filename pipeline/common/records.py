@@ -59,7 +59,7 @@ class EmbeddedBatch:
     vectors: dict  # column -> float32 [batch, width]; empty at token granularity
     num_tokens: np.ndarray
     truncated: np.ndarray
-    tokens: object = None  # models.tokens.TokenVectors at token granularity
+    tokens: object = None  # beam_embed.models.tokens.TokenVectors at token granularity
 
     def __len__(self) -> int:
         return len(self.records)

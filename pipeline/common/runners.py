@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from pipeline.common.private_apis import prefix_worker_command_lines, set_state_sampling_period
+from beam_embed.pipeline.common.private_apis import (
+    prefix_worker_command_lines,
+    set_state_sampling_period,
+)
 
 # Beam's state sampler times each step of a bundle from its own thread, which sleeps in steps
 # that grow to 200 ms, and every bundle's end joins that thread: a local run's long bundle

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.errors import IncompleteInput, one_line
-from pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.output_formats import output_format
 
 
 class DamagedFile(IncompleteInput):
@@ -115,7 +115,7 @@ def tfrecord_framed_records(path: str, size: int) -> int:
 
     from apache_beam.io.filesystem import CompressionTypes
 
-    from pipeline.common.private_apis import masked_crc32c
+    from beam_embed.pipeline.common.private_apis import masked_crc32c
 
     crc = masked_crc32c()
     n = offset = 0
@@ -140,7 +140,7 @@ def tfrecord_framed_records(path: str, size: int) -> int:
 
 def count_rows(path: str, fmt: str) -> int:
     """Rows in one shard the job wrote (read back: the manifest's `rows`), by its format's
-    counter (pipeline.common.output_formats)."""
+    counter (beam_embed.pipeline.common.output_formats)."""
     return output_format(fmt).count_rows(path)
 
 

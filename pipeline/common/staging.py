@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from models.hub_loader import is_remote
-from pipeline.common.errors import CommandError, one_line
-from pipeline.common.log import log
-from pipeline.common.manifest import MANIFEST, OutputKind, existing_outputs
+from beam_embed.models.hub_loader import is_remote
+from beam_embed.pipeline.common.errors import CommandError, one_line
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, existing_outputs
 
 STAGING_PREFIX = ".beam-embed-staging-"
 BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's FileBasedSink: <output dir>/beam-temp-<prefix>-<uuid>/

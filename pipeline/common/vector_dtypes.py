@@ -22,8 +22,8 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from pipeline.common.choices import VECTOR_DTYPES
-from pipeline.common.vectors import vector_matrix
+from beam_embed.pipeline.common.choices import VECTOR_DTYPES
+from beam_embed.pipeline.common.vectors import vector_matrix
 
 INT8_LEVELS = 255  # codes -128..127
 CALIBRATION_ROWS = 1000  # vectors the int8 ranges are calibrated on
@@ -131,7 +131,7 @@ class StoredVectors:
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
               name: str = "vector") -> np.ndarray:
     """A stored vector column as float32 [rows, width]: float32 viewed in Arrow's buffer
-    (pipeline.common.vectors), the other dtypes decoded."""
+    (beam_embed.pipeline.common.vectors), the other dtypes decoded."""
     if stored.dtype in ("float32", "float16"):
         return stored.decode(vector_matrix(column, stored.width, name))
     if isinstance(column, pa.ChunkedArray):

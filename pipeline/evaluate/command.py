@@ -20,13 +20,13 @@ import json
 import sys
 import time
 
-from pipeline.common.choices import VECTOR_DTYPES
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser
-from pipeline.common.log import log
-from pipeline.common.quiet import import_tensorflow
-from pipeline.evaluate.data import Pairs, read_pairs, read_triplets
-from pipeline.evaluate.sample_pairs import SAMPLE_PAIRS, write_sample_pairs
+from beam_embed.pipeline.common.choices import VECTOR_DTYPES
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
+from beam_embed.pipeline.evaluate.sample_pairs import SAMPLE_PAIRS, write_sample_pairs
 
 DEFAULT_MODEL = "minilm"
 DEFAULT_BATCH = 64
@@ -70,9 +70,9 @@ def parse_args(argv: list[str]):
 def evaluate(found, embedder, datasets: list, batch_size: int, dtypes=()) -> list[dict]:
     """One row per (dataset, pooling, dtype) for one loaded model (`found`: an
     embed.Candidate); `dtypes`: the --vector-dtype values given (none: float32, no dtype key)."""
-    from pipeline.common.vector_dtypes import stored_as
-    from pipeline.evaluate.embed import embed_texts
-    from pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
+    from beam_embed.pipeline.common.vector_dtypes import stored_as
+    from beam_embed.pipeline.evaluate.embed import embed_texts
+    from beam_embed.pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
 
     vectors = embed_texts(embedder, [t for d in datasets for t in d.texts()], batch_size)
     rows, start = [], 0
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                    ([read_triplets(args.triplets)] if args.triplets else [])
         poolings = tuple(p.strip() for p in (args.pooling or "").split(",") if p.strip())
         import_tensorflow()
-        from pipeline.evaluate.embed import candidate
+        from beam_embed.pipeline.evaluate.embed import candidate
 
         found = [candidate(m, poolings, args.max_seq_length) for m in args.model or [DEFAULT_MODEL]]
         embedders = [c.encoder.build() for c in found]  # bad handles and layers fail here

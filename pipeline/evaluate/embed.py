@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from models.spec import EncoderSpec, encoder_spec
+from beam_embed.models.spec import EncoderSpec, encoder_spec
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 
-from pipeline.common.sample_corpus import TOPICS
+from beam_embed.pipeline.common.sample_corpus import TOPICS
 
 SAMPLE_PAIRS = os.path.join("output", "sample", "pairs.tsv")
 PARTS = 4

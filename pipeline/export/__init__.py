@@ -1,5 +1,5 @@
 """`beam-embed export-model`: a checkpoint folder -> TF-Hub-format encoder + preprocessor
-SavedModels (the conversion itself lives in models.export.convert).
+SavedModels (the conversion itself lives in beam_embed.models.export.convert).
 
-May import: pipeline.common, models. Never another command package.
+May import: beam_embed.pipeline.common, models. Never another command package.
 """

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser, FlagError
-from pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser, FlagError
+from beam_embed.pipeline.common.quiet import import_tensorflow
 
 PROG = "beam-embed export-model"
 
@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     import_tensorflow()
-    from models.export.checkpoint import CheckpointError
-    from models.export.convert import export_checkpoint
+    from beam_embed.models.export.checkpoint import CheckpointError
+    from beam_embed.models.export.convert import export_checkpoint
 
     try:
         meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,

@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 import sys
 
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.terminal import printable
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.terminal import printable
 
 PROG = "beam-embed similarity"
 
 
 def word_vectors(spec, sentence: str, words: list[str]):
     """(labels, vectors [n, width], notes) for the requested words in the sentence (`spec`: a
-    models.spec.EncoderSpec)."""
+    beam_embed.models.spec.EncoderSpec)."""
     import numpy as np
 
     result = spec.build().embed([sentence])
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
         import_tensorflow()
-        from models.spec import encoder_spec
+        from beam_embed.models.spec import encoder_spec
 
         for model in args.model or ["minilm"]:
             spec = encoder_spec(model, normalize=False, granularity="token",

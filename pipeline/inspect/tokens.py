@@ -17,10 +17,10 @@ import itertools
 import json
 import sys
 
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.terminal import json_printable, printable
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.terminal import json_printable, printable
 
 UNKNOWN = "[UNK]"
 PROG = "beam-embed tokens"
@@ -41,8 +41,8 @@ class Tokenizer:
 
 
 def load_tokenizer(label: str) -> Tokenizer:
-    from models.encoders import encoder_kind
-    from models.spec import encoder_spec
+    from beam_embed.models.encoders import encoder_kind
+    from beam_embed.models.spec import encoder_spec
 
     spec = encoder_spec(label)
     try:

@@ -5,6 +5,6 @@ cleaning, length-sorted batching, the RunInference stage, the Parquet/TFRecord/d
 and the manifest, assembled by build.py and run by command.py (`--dry-run` describes it
 instead); launching it elsewhere (Dataflow, the dry run) in dataflow/.
 
-May import: pipeline.common, models, Beam, pyarrow.
+May import: beam_embed.pipeline.common, models, Beam, pyarrow.
 Never another command package. TensorFlow only inside functions, so flags are checked first.
 """

@@ -1,6 +1,6 @@
 """The embedding job's graph: read -> embed -> write every format + dead letters -> manifest.
 
-`build_pipeline` is the same for a real run and a dry run (pipeline.job.dry_run); what it needs
+`build_pipeline` is the same for a real run and a dry run (beam_embed.pipeline.job.dry_run); what it needs
 from the model (each pooling's width) is learned before, by `probe_widths`, on the launcher.
 """
 
@@ -12,15 +12,15 @@ import time
 
 import apache_beam as beam
 
-from pipeline.common.manifest import DUPLICATE_EXAMPLE, JobManifest
-from pipeline.common.output_formats import output_format
-from pipeline.common.records import EMPTY, INCOMPLETE
-from pipeline.common.versions import installed_version
-from pipeline.job.embed import EmbedRecords
-from pipeline.job.incremental import EmbedDistinct, count_names
-from pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
-from pipeline.job.sources import FindDuplicateIds, ReadCorpus
-from pipeline.job.token_sinks import TokenSchema
+from beam_embed.pipeline.common.manifest import DUPLICATE_EXAMPLE, JobManifest
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
+from beam_embed.pipeline.common.versions import installed_version
+from beam_embed.pipeline.job.embed import EmbedRecords
+from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names
+from beam_embed.pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
+from beam_embed.pipeline.job.sources import FindDuplicateIds, ReadCorpus
+from beam_embed.pipeline.job.token_sinks import TokenSchema
 
 # The manifest's counts, 0 when nothing was counted (split_records too, when records are split).
 # duplicate_ids: how many --id_field values appear on more than one record read (0 without
@@ -48,10 +48,10 @@ def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
 
 def manifest_base(cfg, widths, files, stored=()) -> JobManifest:
     """The manifest's fields known before the run; counts and files are added at its end.
-    `stored`: each pooling's storage (pipeline.job.calibration), int8's ranges in its entry."""
+    `stored`: each pooling's storage (beam_embed.pipeline.job.calibration), int8's ranges in its entry."""
     import tensorflow as tf
 
-    from models.encoders import encoder_kind
+    from beam_embed.models.encoders import encoder_kind
 
     spec = cfg.encoder
     kind = encoder_kind(spec.kind)
@@ -92,8 +92,8 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
-    sink steps around it (pipeline.common.bundle_write): the manifest names the shards.
-    `stored`: how each pooling's vectors are stored (pipeline.job.calibration); (): float32."""
+    sink steps around it (beam_embed.pipeline.common.bundle_write): the manifest names the shards.
+    `stored`: how each pooling's vectors are stored (beam_embed.pipeline.job.calibration); (): float32."""
     corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
                                             cfg.split, spread, ids=bool(cfg.id_field))
     embed = EmbedRecords(cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,

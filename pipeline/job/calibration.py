@@ -15,11 +15,11 @@ import itertools
 
 import numpy as np
 
-from pipeline.common.records import Record
-from pipeline.common.vector_dtypes import CALIBRATION_ROWS, StoredVectors, int8_ranges
-from pipeline.job.cleaning import SentenceSplitter, clean_text
-from pipeline.job.formats import detect_format
-from pipeline.job.sources import read_file
+from beam_embed.pipeline.common.records import Record
+from beam_embed.pipeline.common.vector_dtypes import CALIBRATION_ROWS, StoredVectors, int8_ranges
+from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
+from beam_embed.pipeline.job.formats import detect_format
+from beam_embed.pipeline.job.sources import read_file
 
 BATCH = 64
 

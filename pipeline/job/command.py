@@ -1,4 +1,4 @@
-"""The embedding job: `beam-embed run` / `python -m pipeline.run`.
+"""The embedding job: `beam-embed run` / `python -m beam_embed.pipeline.run`.
 
 main(argv) -> help (no Beam, no TensorFlow) -> with only the job's own flags, the encoder's
 warm-up starts on a thread before Beam is imported (early.py) -> argv read once into JobFlags
@@ -6,7 +6,7 @@ warm-up starts on a thread before Beam is imported (early.py) -> argv read once 
 read) -> the encoder's warm-up starts (models/warm_up.py) unless it
 did -> claim the output folder -> probe the model and check its
 limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
-complete run in) -> summary and exit code (pipeline.common.exits). `--dry-run` builds the same
+complete run in) -> summary and exit code (beam_embed.pipeline.common.exits). `--dry-run` builds the same
 job and describes it.
 """
 
@@ -19,10 +19,10 @@ import signal
 import sys
 import threading
 
-from pipeline.common import exits
-from pipeline.common.errors import CommandError, one_line, one_line_errors
-from pipeline.common.log import log
-from pipeline.job.flags import print_help
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.job.flags import print_help
 
 PROG = "beam-embed run"
 
@@ -39,36 +39,36 @@ def main(argv: list[str] | None = None) -> int:
         print_help()
         return exits.OK
     if "--help-beam" in argv:
-        from pipeline.common.flags import beam_flags
+        from beam_embed.pipeline.common.flags import beam_flags
 
         beam_flags()[0].print_help()
         return exits.OK
-    from pipeline.job.early import job_argv, start_warm_up
+    from beam_embed.pipeline.job.early import job_argv, start_warm_up
 
     try:
         job = job_argv(argv)  # read once: the job's flags, and what is Beam's
         spec = start_warm_up(job)  # the plain case: the model warms up while Beam imports
     except ValueError as e:
         return _bad_config(e)
-    from models.hub_loader import is_remote
-    from pipeline.common.manifest import JOB, make_folder
-    from pipeline.common.staging import check_output
-    from pipeline.job.config import check_accelerator, configure
-    from pipeline.job.options import beam_options
+    from beam_embed.models.hub_loader import is_remote
+    from beam_embed.pipeline.common.manifest import JOB, make_folder
+    from beam_embed.pipeline.common.staging import check_output
+    from beam_embed.pipeline.job.config import check_accelerator, configure
+    from beam_embed.pipeline.job.options import beam_options
 
     try:
         options = beam_options(job)
-        from pipeline.job.dataflow.options import dry_run_requested
+        from beam_embed.pipeline.job.dataflow.options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
-            from pipeline.job.dry_run import dry_run
+            from beam_embed.pipeline.job.dry_run import dry_run
             return dry_run(job.flags, options)
         flags = job.flags
         check_output(flags.output.rstrip("/"), JOB, flags.overwrite)  # before the model loads
         cfg = configure(flags, options, spec)  # the plain checks, then the model's spec
         check_accelerator(cfg.encoder, options)  # a local run's TPU or GPU, before the model
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
-        from pipeline.job.sources import check_columns, expand_inputs
+        from beam_embed.pipeline.job.sources import check_columns, expand_inputs
 
         files = expand_inputs(list(cfg.inputs))
         check_columns(files, cfg.input_format, cfg.fields())  # Parquet footers, CSV headers
@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
     """The run, holding the output folder's claim from its last check to the swap."""
-    from pipeline.common.claim import claim_output
-    from pipeline.common.manifest import JOB
-    from pipeline.common.staging import (
+    from beam_embed.pipeline.common.claim import claim_output
+    from beam_embed.pipeline.common.manifest import JOB
+    from beam_embed.pipeline.common.staging import (
         NothingPublished,
         check_output,
         discard,
@@ -94,23 +94,23 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
         remove_leftovers,
         staging_folder,
     )
-    from pipeline.job.config import check_model_limits, workers_run_here
+    from beam_embed.pipeline.job.config import check_model_limits, workers_run_here
 
     with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
             previous = check_output(cfg.output, JOB, cfg.overwrite)
-            from pipeline.job.build import probe_widths
+            from beam_embed.pipeline.job.build import probe_widths
 
             widths = probe_widths(cfg, on_host=not workers_run_here(options))
             explicit = flags.max_seq_length is not None
             cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
-            from pipeline.job.calibration import vector_storage
+            from beam_embed.pipeline.job.calibration import vector_storage
 
             stored = vector_storage(cfg, widths, files)  # int8: calibrated on a sample
             if cfg.reuse:  # its shards and settings, now that the model's are final
-                from pipeline.job.build import manifest_base
-                from pipeline.job.reuse import previous_run
+                from beam_embed.pipeline.job.build import manifest_base
+                from beam_embed.pipeline.job.reuse import previous_run
 
                 cfg = dataclasses.replace(cfg, previous=previous_run(
                     cfg.reuse, manifest_base(cfg, widths, files, stored)))
@@ -139,7 +139,7 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
             raise
         if replaced:
             log(f"replaced the previous run in {cfg.output} ({len(replaced)} files)")
-    from pipeline.job.summary import summarize
+    from beam_embed.pipeline.job.summary import summarize
 
     return summarize(cfg.output, cfg.allow_incomplete_input)
 
@@ -170,9 +170,9 @@ def run(options, cfg, files, widths, stored=()) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from pipeline.common.lean_process import resume_collector
-    from pipeline.common.runners import runner_for
-    from pipeline.job.build import build_pipeline
+    from beam_embed.pipeline.common.lean_process import resume_collector
+    from beam_embed.pipeline.common.runners import runner_for
+    from beam_embed.pipeline.job.build import build_pipeline
 
     resume_collector()
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from models.spec import EncoderSpec
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.sample_corpus import write_sample_corpus
-from pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
-from pipeline.job.flags import JobFlags
-from pipeline.job.formats import Fields
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
+from beam_embed.pipeline.job.flags import JobFlags
+from beam_embed.pipeline.job.formats import Fields
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 
@@ -90,7 +90,7 @@ def check_accelerator(spec: EncoderSpec, options) -> None:
         raise ValueError(f"--accelerator tpu runs in one process (a TPU has a single owner), "
                          f"got --direct_num_workers={workers} with multi_processing; expected "
                          "--direct_num_workers=1 or --direct_running_mode in_memory")
-    from models.accelerators import check
+    from beam_embed.models.accelerators import check
 
     check(spec.accelerator)
 

@@ -8,9 +8,9 @@ the launcher and a dry run does instead:
   assumed, `--pooling` and `--normalize` must be given, widths are left unknown (0); a local
   model is loaded once, as in a real run, which checks it and learns the widths;
 - remote input patterns are not matched (local ones are); the output is not touched;
-- Dataflow's job is built by `pipeline.job.dataflow.offline` from Beam's own pieces;
+- Dataflow's job is built by `beam_embed.pipeline.job.dataflow.offline` from Beam's own pieces;
 - the staged sdist is checked to hold every module the steps import
-  (`pipeline.job.dataflow.shipping`).
+  (`beam_embed.pipeline.job.dataflow.shipping`).
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ import os
 
 from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 
-from models.hub_loader import is_remote
-from pipeline.common.log import log
-from pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
-from pipeline.job.calibration import vector_storage
-from pipeline.job.config import configure
-from pipeline.job.dataflow import shipping
-from pipeline.job.dataflow.checks import launch_warnings
-from pipeline.job.dataflow.describe import describe
-from pipeline.job.dataflow.offline import build_job, is_dataflow, require
-from pipeline.job.dataflow.options import DryRunOptions
-from pipeline.job.flags import JobFlags
-from pipeline.job.reuse import unread_previous
-from pipeline.job.sources import expand_inputs
+from beam_embed.models.hub_loader import is_remote
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
+from beam_embed.pipeline.job.calibration import vector_storage
+from beam_embed.pipeline.job.config import configure
+from beam_embed.pipeline.job.dataflow import shipping
+from beam_embed.pipeline.job.dataflow.checks import launch_warnings
+from beam_embed.pipeline.job.dataflow.describe import describe
+from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
+from beam_embed.pipeline.job.dataflow.options import DryRunOptions
+from beam_embed.pipeline.job.flags import JobFlags
+from beam_embed.pipeline.job.reuse import unread_previous
+from beam_embed.pipeline.job.sources import expand_inputs
 
 __all__ = ["dry_run"]
 
@@ -92,8 +92,7 @@ def model_section(cfg, widths, loaded: bool) -> dict:
 
 
 def _launcher_package_dirs() -> list[str]:
-    import models
-    import pipeline
+    from beam_embed import models, pipeline
 
     return [os.path.dirname(os.path.abspath(m.__file__)) for m in (pipeline, models)]
 

@@ -18,21 +18,21 @@ from __future__ import annotations
 
 import os
 
-from models.hub_loader import is_remote
-from models.spec import EncoderSpec
-from pipeline.job.flag_values import check_plain_flags, spec_of
-from pipeline.job.flags import JobArgv, JobFlags, read_job_argv
+from beam_embed.models.hub_loader import is_remote
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.pipeline.job.flag_values import check_plain_flags, spec_of
+from beam_embed.pipeline.job.flags import JobArgv, JobFlags, read_job_argv
 
 _entry: list[tuple[tuple[str, ...], JobArgv]] = []  # the process entry's argv, read once
 
 
 def job_process(argv: list[str]) -> None:
-    """Set-up of a process that exists to run the job (`python -m pipeline.run`, `beam-embed
+    """Set-up of a process that exists to run the job (`python -m beam_embed.pipeline.run`, `beam-embed
     run`), given the job's arguments: it reads them once (`main` takes that reading), and tunes
-    the process (pipeline.common.lean_process): the imports a job never uses refused, those of
+    the process (beam_embed.pipeline.common.lean_process): the imports a job never uses refused, those of
     other runners too when argv is a local run, the garbage collector held off until the run
     starts."""
-    from pipeline.common.lean_process import start_job_process
+    from beam_embed.pipeline.common.lean_process import start_job_process
 
     try:
         job = read_job_argv(argv, tentative=True)
@@ -69,7 +69,7 @@ def start_warm_up(job: JobArgv) -> EncoderSpec | None:
     if not job.plain or not _fresh_output(job.flags):
         return None
     check_plain_flags(job.flags)
-    from pipeline.common.quiet import import_tensorflow
+    from beam_embed.pipeline.common.quiet import import_tensorflow
 
     import_tensorflow()
     spec = spec_of(job.flags, (0, 0))  # (0, 0): worker_threads of a run without Beam's flags

@@ -1,6 +1,6 @@
 """EmbedRecords: length-sorted batches -> TagBundles -> RunInference(EncoderHandler) -> EmbeddedBatch.
 
-Batching: Beam's SortAndBatchElements (bounded to windows of records, pipeline.job.batching) sorts
+Batching: Beam's SortAndBatchElements (bounded to windows of records, beam_embed.pipeline.job.batching) sorts
 by estimated token count and cuts batches under a token budget; the encoder packs each batch in
 groups of near-equal length. RunInference then sees one pre-formed batch per element (its own
 BatchElements is pinned to 1), which keeps Beam's model loading/sharing and metrics while the
@@ -23,12 +23,12 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
-from models.spec import EncoderSpec
-from pipeline.common.log import log
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.records import DeadLetter, EmbeddedBatch, Record
-from pipeline.job.batching import SortAndBatchWindows
-from pipeline.job.sources import NAMESPACE
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.job.batching import SortAndBatchWindows
+from beam_embed.pipeline.job.sources import NAMESPACE
 
 
 def estimated_tokens(record: Record) -> int:
@@ -206,7 +206,7 @@ def _embed(records: list[Record], model) -> list:
 def _embedded(records: list[Record], result) -> EmbeddedBatch:
     """The batch's rows: a text encoded once for several records (--dedupe's DistinctText)
     gives each of them a row with its vectors."""
-    from models.tokens import TokenVectors
+    from beam_embed.models.tokens import TokenVectors
 
     token_level = isinstance(result, TokenVectors)
     rows = [r.rows() for r in records]

@@ -3,9 +3,9 @@ run (config.py) and the early warm-up (early.py) both do with its JobFlags (flag
 
 from __future__ import annotations
 
-from models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
-from pipeline.common import output_formats
-from pipeline.common.choices import INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
+from beam_embed.models.spec import EncoderSpec, check_choice, check_positive, encoder_spec
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.choices import INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
 
 
 def csv_values(value: str | None) -> tuple[str, ...]:

@@ -13,11 +13,17 @@ import argparse
 import dataclasses
 import os
 
-from models.choices import ACCELERATORS, LONG_TEXT_MODES
-from pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
-from pipeline.common.errors import one_line
-from pipeline.common.flags import SPELLING_NOTE, VERBOSE_HELP, FlagError, HelpFormatter, hint
-from pipeline.job.dataflow.flags import add_dry_run_flags
+from beam_embed.models.choices import ACCELERATORS, LONG_TEXT_MODES
+from beam_embed.pipeline.common.choices import FORMATS, INPUT_FORMATS, SPLIT_MODES, VECTOR_DTYPES
+from beam_embed.pipeline.common.errors import one_line
+from beam_embed.pipeline.common.flags import (
+    SPELLING_NOTE,
+    VERBOSE_HELP,
+    FlagError,
+    HelpFormatter,
+    hint,
+)
+from beam_embed.pipeline.job.dataflow.flags import add_dry_run_flags
 
 BEAM_NOTE = """\
 Beam's own options pass through: --runner, --direct_num_workers=2

@@ -12,8 +12,8 @@ import io
 import json
 from collections.abc import Callable, Iterator
 
-from pipeline.common.records import INCOMPLETE, DeadLetter, Record
-from pipeline.common.shards import DamagedFile, tfrecord_records
+from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.common.shards import DamagedFile, tfrecord_records
 
 Item = Record | DeadLetter
 COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 
-from pipeline.common.records import DistinctText, EmbeddedBatch
-from pipeline.job.reuse import PreviousRun, ReadPreviousRows, text_key
+from beam_embed.pipeline.common.records import DistinctText, EmbeddedBatch
+from beam_embed.pipeline.job.reuse import PreviousRun, ReadPreviousRows, text_key
 
 NEW, PREVIOUS, REUSED, COUNTS = "new", "previous", "reused", "counts"
 REUSED_BATCH = 512  # copied rows per batch handed to the sinks, as an inference batch's most

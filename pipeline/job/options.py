@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.common.flags import beam_flags, check_beam_args
-from pipeline.job.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
-from pipeline.job.flags import JobArgv, add_job_flags, config_argv, read_job_argv
+from beam_embed.pipeline.common.flags import beam_flags, check_beam_args
+from beam_embed.pipeline.job.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
+from beam_embed.pipeline.job.flags import JobArgv, add_job_flags, config_argv, read_job_argv
 
 PROG = "beam-embed run"
 

@@ -23,9 +23,9 @@ import hashlib
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.errors import IncompleteInput, one_line
-from pipeline.common.manifest import MANIFEST, JobManifest, load_embedding_set
-from pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest, load_embedding_set
+from beam_embed.pipeline.common.shards import check_shards
 
 PARQUET, TFRECORD = "parquet", "tfrecord"
 READ = (PARQUET, TFRECORD)  # the formats reuse reads, the first one a run wrote
@@ -75,7 +75,7 @@ def _checked(es, fmt: str) -> tuple[str, ...]:
     """The shards, each present and holding the rows the manifest counts (an IncompleteInput
     naming the first that does not): Parquet by its footer, TFRecord by its records' framing,
     so a damaged run is refused before any data is read, not halfway through the job."""
-    from pipeline.common.shards import expected_rows, tfrecord_rows
+    from beam_embed.pipeline.common.shards import expected_rows, tfrecord_rows
 
     shards = check_shards(es, fmt)
     if fmt == TFRECORD:
@@ -156,7 +156,7 @@ class ReadPreviousRows(beam.DoFn):
             return
         import pyarrow.parquet as pq
 
-        from pipeline.common.vectors import vector_matrix
+        from beam_embed.pipeline.common.vectors import vector_matrix
 
         names = [c for c, _ in self._columns]
         with FileSystems.open(path) as f:
@@ -174,7 +174,7 @@ class ReadPreviousRows(beam.DoFn):
         import numpy as np
         import tensorflow as tf
 
-        from pipeline.common.shards import tfrecord_records
+        from beam_embed.pipeline.common.shards import tfrecord_records
 
         for record in tfrecord_records(path):  # CRC-checked
             f = tf.train.Example.FromString(record).features.feature

@@ -2,7 +2,7 @@
 
 The schema is defined once (`OutputSchema`); both formats are written from whole inference
 batches (Arrow arrays built column-wise, no per-row dicts for Parquet). The registry of output
-formats (pipeline.common.output_formats) names each format's writer here.
+formats (beam_embed.pipeline.common.output_formats) names each format's writer here.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
-from pipeline.common import output_formats
-from pipeline.common.bundle_write import WriteEachBundle, number_shards
-from pipeline.common.manifest import (
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.bundle_write import WriteEachBundle, number_shards
+from beam_embed.pipeline.common.manifest import (
     ERRORS_PREFIX,
     PREFIX,
     SHARD_TEMPLATE,
     JobManifest,
     listed_files,
 )
-from pipeline.common.parquet_sink import ParquetBatchSink
-from pipeline.common.records import EmbeddedBatch
-from pipeline.common.vector_dtypes import StoredVectors
-from pipeline.job.tfrecord_sink import (
+from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+from beam_embed.pipeline.common.records import EmbeddedBatch
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.job.tfrecord_sink import (
     TFRecordBatchSink,
     bytes_feature,
     examples_of,
@@ -117,7 +117,7 @@ class OutputSchema:
 
     def serialized(self, batch: EmbeddedBatch) -> list[bytes]:
         """The batch's records as serialized `tf.train.Example`s (the features `examples`
-        builds, in key order), encoded a column at a time by pipeline.job.tfrecord_sink."""
+        builds, in key order), encoded a column at a time by beam_embed.pipeline.job.tfrecord_sink."""
         columns = self.feature_columns(batch, _wire_text, int64_feature)
         columns.update({col: float_features(batch.vectors[col]) if s.dtype == "float32"
                         else raw_features(s.encode(batch.vectors[col]))
@@ -170,7 +170,7 @@ def _bytes_list(values: list[str]):
 
 def _write(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
     """Beam's sink steps, or, for one in-process worker with the shard count left to the runner,
-    each bundle's file written where it stays (pipeline.common.bundle_write)."""
+    each bundle's file written where it stays (beam_embed.pipeline.common.bundle_write)."""
     if in_bundles and sink.num_shards == 0:
         return WriteEachBundle(sink)
     return Write(sink)
@@ -249,7 +249,7 @@ class _WriteManifest(beam.DoFn):
         for k, v in sorted(counts):
             totals[k] = totals.get(k, 0) + int(v)
         listed = listed_files(number_shards(files, SHARD_TEMPLATE), self._formats)
-        # each shard's rows, read back: readers check them (pipeline.common.shards)
+        # each shard's rows, read back: readers check them (beam_embed.pipeline.common.shards)
         rows = {name: fmt.count_rows(FileSystems.join(self._output, name))
                 for fmt in self._formats for name in listed["files"].get(fmt.name, ())}
         manifest = dataclasses.replace(

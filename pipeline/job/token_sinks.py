@@ -13,8 +13,8 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from pipeline.common.records import EmbeddedBatch
-from pipeline.job.sinks import OutputSchema, _bytes_list, _ints
+from beam_embed.pipeline.common.records import EmbeddedBatch
+from beam_embed.pipeline.job.sinks import OutputSchema, _bytes_list, _ints
 
 ARROW_DTYPES = {"float32": pa.float32(), "float16": pa.float16()}
 

@@ -1,4 +1,4 @@
-"""`beam-embed pca` / `python -m pipeline.pca`: exact PCA of the embedding job's output,
+"""`beam-embed pca` / `python -m beam_embed.pipeline.pca`: exact PCA of the embedding job's output,
 projections of every record, and exports for people.
 
     beam-embed pca --input EMBEDDINGS_DIR --output VIZ_DIR [options] [Beam options]
@@ -21,11 +21,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.common import exits
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser, check_beam_args
-from pipeline.common.log import log
-from pipeline.pca.limits import DEFAULT_COMPONENTS, DEFAULT_SAMPLE, MIN_SAMPLE, PROJECTOR_LIMIT
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser, check_beam_args
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.pca.limits import (
+    DEFAULT_COMPONENTS,
+    DEFAULT_SAMPLE,
+    MIN_SAMPLE,
+    PROJECTOR_LIMIT,
+)
 
 PROG = "beam-embed pca"
 
@@ -68,18 +73,18 @@ def parse_args(argv=None):
 
 @one_line_errors(PROG)
 def main(argv=None) -> int:
-    """Runs the job; exit codes in pipeline.common.exits (2: bad configuration, one line on
+    """Runs the job; exit codes in beam_embed.pipeline.common.exits (2: bad configuration, one line on
     stderr before any data is read; 3: a shard of the input missing or damaged)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, beam_args = parse_args(argv)
-        from pipeline.pca.job import check
+        from beam_embed.pipeline.pca.job import check
 
         plan = check(args)
     except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
         print(f"{PROG}: {e}", file=sys.stderr)
         return exits.BAD_CONFIG
-    from pipeline.pca.job import run
+    from beam_embed.pipeline.pca.job import run
 
     manifest = run(plan, beam_args, [PROG, *argv])
     shards = len(manifest["projections"]["files"])

@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.log import log
-from pipeline.common.staging import naming_file
-from pipeline.pca import plots, projector
-from pipeline.pca.maps import axis_labels, compute_map, map_title
-from pipeline.pca.project import pc_names
-from pipeline.pca.sample import METHOD, read_sample
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.pca import plots, projector
+from beam_embed.pipeline.pca.maps import axis_labels, compute_map, map_title
+from beam_embed.pipeline.pca.project import pc_names
+from beam_embed.pipeline.pca.sample import METHOD, read_sample
 
 PROJECTOR_DIR, HTML_FILE, PNG_FILE = "projector", "plot.html", "plot.png"
 

@@ -1,11 +1,11 @@
 """The embedding job's shards as the PCA job reads them: blocks of whole records.
 
 A block is a `pyarrow.Table` of whole records: the requested columns plus the pooling column
-(as the Parquet shards store it: pipeline.common.vector_dtypes), whichever format the shards
+(as the Parquet shards store it: beam_embed.pipeline.common.vector_dtypes), whichever format the shards
 are in. Parquet shards come one
 block per row group, in splits of up to GROUPS_PER_SPLIT row groups spread over the workers, each
 split's next row groups read on a thread while the current block is worked on (a 1M-row PCA
-spends about as long decoding Parquet as in BLAS; see pipeline.common.prefetch). TFRecord shards
+spends about as long decoding Parquet as in BLAS; see beam_embed.pipeline.common.prefetch). TFRecord shards
 are batched and parsed in bulk with `tf.io.parse_example`. Nothing downstream touches a row in
 Python.
 """
@@ -18,12 +18,12 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.manifest import PoolingColumn
-from pipeline.common.output_formats import output_format
-from pipeline.common.prefetch import prefetched
-from pipeline.common.shards import tfrecord_records
-from pipeline.common.vector_dtypes import read_back
-from pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
+from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.prefetch import prefetched
+from beam_embed.pipeline.common.shards import tfrecord_records
+from beam_embed.pipeline.common.vector_dtypes import read_back
+from beam_embed.pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
 
 TFRECORD_BATCH = 4096
 GROUPS_PER_SPLIT = 16  # a split's row groups are read in order, one worker; splits spread out
@@ -131,7 +131,7 @@ class ReadEmbeddings(beam.PTransform):
 
 def read_parquet_blocks(files, columns: tuple[str, ...], pooling: PoolingColumn, rows: dict):
     """Shard paths -> one block per row group (the rows were checked against the manifest from
-    the footers before: pipeline.common.shards.check_shards)."""
+    the footers before: beam_embed.pipeline.common.shards.check_shards)."""
     return (files
             | "SplitRowGroups" >> beam.FlatMap(row_group_splits)
             | "SpreadSplits" >> beam.Reshuffle()

@@ -3,7 +3,7 @@ against the manifest and the saved fit (make_plan), then one Beam pipeline that 
 twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
 WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
 sample (exports.py) and writes the manifest last. Everything is written into the run's staging
-folder inside the output folder and swapped in whole at the end (pipeline.common.staging), so
+folder inside the output folder and swapped in whole at the end (beam_embed.pipeline.common.staging), so
 the previous run stays as it was until this one is complete."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.common import exits
-from pipeline.common.claim import claim_output
-from pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
-from pipeline.common.manifest import (
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.claim import claim_output
+from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
+from beam_embed.pipeline.common.manifest import (
     MANIFEST,
     EmbeddingSet,
     OutputKind,
@@ -27,11 +27,11 @@ from pipeline.common.manifest import (
     load_embedding_set,
     make_folder,
 )
-from pipeline.common.output_formats import output_format
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.runners import runner_for
-from pipeline.common.shards import check_shards
-from pipeline.common.staging import (
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.staging import (
     NothingPublished,
     check_output,
     discard,
@@ -40,7 +40,7 @@ from pipeline.common.staging import (
     remove_leftovers,
     staging_folder,
 )
-from pipeline.pca.exports import (
+from beam_embed.pipeline.pca.exports import (
     HTML_FILE,
     PNG_FILE,
     PROJECTOR_DIR,
@@ -48,9 +48,9 @@ from pipeline.pca.exports import (
     export_sample,
     start_warm_up,
 )
-from pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
-from pipeline.pca.inputs import ReadEmbeddings
-from pipeline.pca.limits import (
+from beam_embed.pipeline.pca.fit import FitPca, FitSpec, PcaFit, load_fit, save_fit
+from beam_embed.pipeline.pca.inputs import ReadEmbeddings
+from beam_embed.pipeline.pca.limits import (
     check_components,
     check_dims,
     check_map_points,
@@ -58,10 +58,15 @@ from pipeline.pca.limits import (
     check_sample,
     default_components,
 )
-from pipeline.pca.maps import check_method, check_plot_packages
-from pipeline.pca.project import PROJECTIONS, ProjectEmbeddings, WriteProjections, projection_schema
-from pipeline.pca.projector import CONFIG, METADATA, TENSORS
-from pipeline.pca.sample import SampleRows, write_sample
+from beam_embed.pipeline.pca.maps import check_method, check_plot_packages
+from beam_embed.pipeline.pca.project import (
+    PROJECTIONS,
+    ProjectEmbeddings,
+    WriteProjections,
+    projection_schema,
+)
+from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
+from beam_embed.pipeline.pca.sample import SampleRows, write_sample
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,

@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.parquet_sink import write_parquet_batches
-from pipeline.pca.fit import PcaFit
-from pipeline.pca.inputs import vectors_of
+from beam_embed.pipeline.common.parquet_sink import write_parquet_batches
+from beam_embed.pipeline.pca.fit import PcaFit
+from beam_embed.pipeline.pca.inputs import vectors_of
 
 PROJECTIONS = "projections"  # shards: projections-00000-of-00004.parquet
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.staging import naming_file
-from pipeline.pca.limits import PROJECTOR_LIMIT
+from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.pca.limits import PROJECTOR_LIMIT
 
 TENSORS, METADATA, CONFIG = "tensors.tsv", "metadata.tsv", "projector_config.pbtxt"
 

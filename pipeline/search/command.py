@@ -18,14 +18,14 @@ import sys
 import time
 import unicodedata
 
-from pipeline.common import exits
-from pipeline.common.errors import one_line_errors
-from pipeline.common.flags import CommandParser
-from pipeline.common.log import log
-from pipeline.common.quiet import import_tensorflow
-from pipeline.common.terminal import json_printable, printable
-from pipeline.search.highlight import STYLES, highlight, query_words
-from pipeline.search.limits import (
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.flags import CommandParser
+from beam_embed.pipeline.common.log import log
+from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.terminal import json_printable, printable
+from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
+from beam_embed.pipeline.search.limits import (
     DEFAULT_BLOCK_ROWS,
     DEFAULT_K,
     DEFAULT_MAX_CHARS,
@@ -105,22 +105,22 @@ def parse_args(argv: list[str]):
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else list(argv))
-        from pipeline.search.corpus import load_corpus
+        from beam_embed.pipeline.search.corpus import load_corpus
 
         corpus = load_corpus(args.output.rstrip("/"), args.pooling)
         if args.index:
-            from pipeline.search.index import check_local
+            from beam_embed.pipeline.search.index import check_local
 
             check_local(corpus.folder)
         import_tensorflow()
-        from pipeline.search.corpus import build_embedder
+        from beam_embed.pipeline.search.corpus import build_embedder
 
         embedder = build_embedder(corpus, args.model)
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return exits.BAD_CONFIG
-    from pipeline.search.corpus import blocks
-    from pipeline.search.scan import resolve_hits, top_k
+    from beam_embed.pipeline.search.corpus import blocks
+    from beam_embed.pipeline.search.scan import resolve_hits, top_k
 
     p = corpus.pooling
     embedded = embedder.embed(list(args.queries))

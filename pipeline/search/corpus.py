@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from models.spec import fingerprint
-from pipeline.common.manifest import PoolingColumn, load_embedding_set
-from pipeline.common.output_formats import output_format
-from pipeline.common.shards import check_shards
-from pipeline.search.index import building, index_blocks, open_index
-from pipeline.search.scan import parquet_blocks
+from beam_embed.models.spec import fingerprint
+from beam_embed.pipeline.common.manifest import PoolingColumn, load_embedding_set
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.search.index import building, index_blocks, open_index
+from beam_embed.pipeline.search.scan import parquet_blocks
 
 # The one format search reads: it scans one vector column at a time straight from the shards
-# (pipeline.search.scan), which only a columnar format allows.
+# (beam_embed.pipeline.search.scan), which only a columnar format allows.
 FORMAT = "parquet"
 
 
@@ -45,7 +45,7 @@ def load_corpus(folder: str, pooling: str | None) -> Corpus:
 def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
     """(kind, encoder, preprocessor) of the model that embedded the corpus, checked by
     fingerprint: a different model's vectors are not comparable with the stored ones."""
-    from models.presets import resolve
+    from beam_embed.models.presets import resolve
 
     recorded, m = corpus.model["fingerprint"], corpus.model
     if model is not None:
@@ -68,7 +68,7 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
 
 def build_embedder(corpus: Corpus, model: str | None):
     """The run's own encoder settings, for embedding queries."""
-    from models.spec import encoder_spec
+    from beam_embed.models.spec import encoder_spec
 
     kind, encoder, preprocessor = query_handles(corpus, model)
     p, m = corpus.pooling, corpus.model

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow.parquet as pq
 
-from models.hub_loader import is_remote
-from models.pooling import l2_normalize
-from pipeline.search.scan import parquet_blocks
+from beam_embed.models.hub_loader import is_remote
+from beam_embed.models.pooling import l2_normalize
+from beam_embed.pipeline.search.scan import parquet_blocks
 
 INDEX_DIR = "search-index"
 

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from models.pooling import l2_normalize
-from pipeline.common.blas import blas_threads
-from pipeline.common.vector_dtypes import StoredVectors, read_back
-from pipeline.search.limits import DEFAULT_BLOCK_ROWS
+from beam_embed.models.pooling import l2_normalize
+from beam_embed.pipeline.common.blas import blas_threads
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
+from beam_embed.pipeline.search.limits import DEFAULT_BLOCK_ROWS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.common.bundle_write import WriteEachBundle, _WriteBundle, number_shards
-from pipeline.common.parquet_sink import ParquetBatchSink
-from pipeline.job.sinks import JsonLinesSink
+from beam_embed.pipeline.common.bundle_write import WriteEachBundle, _WriteBundle, number_shards
+from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+from beam_embed.pipeline.job.sinks import JsonLinesSink
 from tests.common.test_parquet_sink import SCHEMA, _table
 
 TEMPLATE = "-SSSSS-of-NNNNN"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.common import exits
-from pipeline.common.gcs_auth import ANONYMOUS
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.gcs_auth import ANONYMOUS
 from tests.gcs_emulator import GcsFolder
 from tests.job_helpers import parquet_rows
 
@@ -55,7 +55,7 @@ def no_credentials(tmp_path) -> dict:
 # may be a Compute Engine VM, whose firmware says so: it is made to say nothing.
 _CLIENT = """
 import sys, time
-from pipeline.common.quiet import configure
+from beam_embed.pipeline.common.quiet import configure
 configure(False)
 from google.auth.compute_engine import _metadata
 _metadata._GCE_PRODUCT_NAME_FILE = "/nonexistent"
@@ -126,12 +126,12 @@ def test_an_emulator_is_used_anonymously_without_looking(no_credentials):
 
 def test_the_cli_set_up_imports_no_beam_until_a_command_needs_it(no_credentials):
     script = ("import sys\n"
-              "from pipeline.common.quiet import configure\n"
+              "from beam_embed.pipeline.common.quiet import configure\n"
               "configure(False)\n"
               "print('apache_beam' in sys.modules)\n"
               "from apache_beam.io.filesystems import FileSystems\n"
               "from apache_beam.internal.gcp import auth\n"
-              "from pipeline.common import gcs_auth\n"
+              "from beam_embed.pipeline.common import gcs_auth\n"
               "print(auth._Credentials._get_service_credentials is "
               "gcs_auth.service_credentials)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=no_credentials,
@@ -149,7 +149,7 @@ def test_a_run_reads_gs_from_an_emulator_without_waiting_or_warning(tiny_export,
     out = tmp_path / "out"
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", "--input", folder.path("in/*.txt"),
+        [sys.executable, "-m", "beam_embed.pipeline.cli", "run", "--input", folder.path("in/*.txt"),
          "--model", tiny_export, "--output", str(out), "--progress_every", "0"], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=600)
     took = time.monotonic() - began

@@ -18,9 +18,9 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipeline.common import exits
-from pipeline.common.claim import CLAIM
-from pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.claim import CLAIM
+from beam_embed.pipeline.common.errors import one_line_errors
 from tests.job_helpers import run_job, write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +138,7 @@ def held(*args, **kwargs):
     return real(*args, **kwargs)
 
 setattr(module, name, held)
-from pipeline.cli import entry
+from beam_embed.pipeline.cli import entry
 sys.argv = ["beam-embed", *sys.argv[1:]]
 entry()
 """
@@ -149,7 +149,7 @@ def _start(args: list[str], held_at: str | None = None, marker: Path | None = No
     """`beam-embed ARGS`, SIGINT handled as at a terminal (the test runner may have it ignored);
     `group`: in a process group of its own, which a terminal's Ctrl-C signals as a whole."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BEAM_EMBED_VERBOSE": "0"}
-    command = [sys.executable, "-m", "pipeline.cli", *args]
+    command = [sys.executable, "-m", "beam_embed.pipeline.cli", *args]
     if held_at:
         env.update(HELD_AT=held_at, HELD_MARKER=str(marker))
         command = [sys.executable, "-c", _HELD, *args]
@@ -261,7 +261,7 @@ def test_ctrl_c_before_the_pipeline_exits_130_and_releases_the_claim(tiny_export
     corpus = write_lines(str(tmp_path / "new.txt"), ["a new cat"])
     run = _start(["run", "--input", corpus, "--model", tiny_export, "--output", str(out),
                   "--overwrite", "--progress_every", "0"],
-                 held_at="pipeline.job.build:probe_widths", marker=marker)
+                 held_at="beam_embed.pipeline.job.build:probe_widths", marker=marker)
     _wait_for(marker.exists, run)  # under the claim, probing the model's widths
     assert (out / CLAIM).exists()
     _interrupted(run)
@@ -277,7 +277,7 @@ def test_ctrl_c_inside_the_pca_pipeline_exits_130(tiny_export, tmp_path):
         "--model", tiny_export)
     viz, marker = tmp_path / "viz", tmp_path / "held"
     pca = _start(["pca", "--input", str(embeddings), "--output", str(viz), "--components", "2"],
-                 held_at="pipeline.pca.fit:fit_pca", marker=marker)
+                 held_at="beam_embed.pipeline.pca.fit:fit_pca", marker=marker)
     _wait_for(marker.exists, pca)
     assert (viz / CLAIM).exists()
     err = _interrupted(pca)

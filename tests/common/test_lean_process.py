@@ -1,5 +1,5 @@
 """A job's process holds its garbage collector off while it starts, and the run turns it back
-on with start-up's objects frozen (pipeline.common.lean_process)."""
+on with start-up's objects frozen (beam_embed.pipeline.common.lean_process)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.common import lean_process
+from beam_embed.pipeline.common import lean_process
 from tests.job_helpers import write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +49,8 @@ def seen(phase, info):
         log.write(json.dumps([info["generation"], gc.get_freeze_count()]) + "\\n")
         log.flush()
 gc.callbacks.append(seen)
-sys.argv = ["pipeline.run", *sys.argv[2:]]
-runpy.run_module("pipeline.run", run_name="__main__")
+sys.argv = ["beam_embed.pipeline.run", *sys.argv[2:]]
+runpy.run_module("beam_embed.pipeline.run", run_name="__main__")
 """
 
 

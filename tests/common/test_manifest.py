@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pipeline.common.manifest import (
+from beam_embed.pipeline.common.manifest import (
     JOB,
     JOB_MANIFEST_VERSION,
     PCA_MANIFEST_VERSION,

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.common.parquet_sink import write_parquet_batches
+from beam_embed.pipeline.common.parquet_sink import write_parquet_batches
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("topic", pa.string()),
                     pa.field("mean", pa.list_(pa.float32(), 4)), pa.field("n", pa.int32())])

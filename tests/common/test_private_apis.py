@@ -10,7 +10,7 @@ import inspect
 import apache_beam as beam
 import pytest
 
-from pipeline.common import private_apis
+from beam_embed.pipeline.common import private_apis
 
 
 def _params(fn) -> list[str]:
@@ -54,7 +54,7 @@ def test_atexit_handlers_run_now_and_once():
 
     assert callable(getattr(atexit, "_run_exitfuncs", None)), "atexit._run_exitfuncs is gone"
     script = ("import atexit\n"
-              "from pipeline.common import private_apis\n"
+              "from beam_embed.pipeline.common import private_apis\n"
               "ran = []\n"
               "atexit.register(ran.append, 1)\n"
               "private_apis.run_atexit_handlers()\n"

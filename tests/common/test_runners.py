@@ -9,7 +9,11 @@ from apache_beam.runners.worker import statesampler
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils.counters import CounterFactory
 
-from pipeline.common.runners import SAMPLING_PERIOD_MS, runner_for, shorten_state_sampling
+from beam_embed.pipeline.common.runners import (
+    SAMPLING_PERIOD_MS,
+    runner_for,
+    shorten_state_sampling,
+)
 
 
 def test_a_local_run_gets_the_in_process_runner_and_the_shorter_sampling_period(monkeypatch):

@@ -9,9 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline.common.errors import IncompleteInput
-from pipeline.common.manifest import load_embedding_set
-from pipeline.common.shards import check_shards, count_rows, tfrecord_records
+from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.manifest import load_embedding_set
+from beam_embed.pipeline.common.shards import check_shards, count_rows, tfrecord_records
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
 
@@ -80,7 +80,7 @@ def test_tfrecord_shard_cut_anywhere_is_named(output):
 
 
 def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
-    from pipeline.common.shards import tfrecord_framed_records
+    from beam_embed.pipeline.common.shards import tfrecord_framed_records
 
     path = _shard(output, 0, "tfrecord")
     assert tfrecord_framed_records(path, os.path.getsize(path)) == \

@@ -8,9 +8,9 @@ import json
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.common.errors import CommandError
-from pipeline.common.manifest import JOB
-from pipeline.common.staging import (
+from beam_embed.pipeline.common.errors import CommandError
+from beam_embed.pipeline.common.manifest import JOB
+from beam_embed.pipeline.common.staging import (
     NothingPublished,
     Previous,
     check_output,

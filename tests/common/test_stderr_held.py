@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pipeline.common.quiet import stderr_held
+from beam_embed.pipeline.common.quiet import stderr_held
 
 CHILD = [sys.executable, "-c", "import sys; sys.stderr.write('child noise\\n')"]
 

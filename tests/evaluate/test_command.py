@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.cli import main as cli
+from beam_embed.pipeline.cli import main as cli
 from tests.bert_reference import tiny_poolings
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

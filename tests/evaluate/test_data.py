@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.evaluate.data import EvalDataError, read_pairs, read_triplets
+from beam_embed.pipeline.evaluate.data import EvalDataError, read_pairs, read_triplets
 
 
 def _write(tmp_path, name: str, text: str) -> str:

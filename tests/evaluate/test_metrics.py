@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.evaluate.metrics import cosine, pearson, ranks, spearman, triplet_accuracy
+from beam_embed.pipeline.evaluate.metrics import cosine, pearson, ranks, spearman, triplet_accuracy
 
 # STS-like fixture: gold scores in 0.2 steps (many ties) and noisy similarities with ties too.
 RNG = np.random.default_rng(7)

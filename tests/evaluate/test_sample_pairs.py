@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import collections
 
-from pipeline.common.sample_corpus import TOPICS
-from pipeline.evaluate.data import read_pairs
-from pipeline.evaluate.sample_pairs import pairs, write_sample_pairs
+from beam_embed.pipeline.common.sample_corpus import TOPICS
+from beam_embed.pipeline.evaluate.data import read_pairs
+from beam_embed.pipeline.evaluate.sample_pairs import pairs, write_sample_pairs
 
 
 def _parts(sentence: str) -> tuple[str, tuple[str, ...]]:

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from pipeline.cli import main as cli
-from pipeline.common import exits, staging
-from pipeline.common.claim_stores import CLAIM
+from beam_embed.pipeline.cli import main as cli
+from beam_embed.pipeline.common import exits, staging
+from beam_embed.pipeline.common.claim_stores import CLAIM
 
 pytestmark = pytest.mark.pipeline  # whole commands, end to end
 
@@ -89,14 +89,14 @@ def test_overwrite_is_staged_then_swapped_replacing_only_listed_files(gcs, tiny_
 # waits to be killed. Everything before is the job as it runs.
 _STOPS_AT_THE_SWAP = """
 import pathlib, sys, time
-from pipeline.common import staging
+from beam_embed.pipeline.common import staging
 
 def stop(*args, **kwargs):
     pathlib.Path(sys.argv[1]).write_text("at the swap")
     time.sleep(600)
 
 staging.publish = stop
-from pipeline.cli import main
+from beam_embed.pipeline.cli import main
 main(sys.argv[2:])
 """
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline.inspect.similarity import main
+from beam_embed.pipeline.inspect.similarity import main
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 

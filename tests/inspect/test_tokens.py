@@ -8,7 +8,7 @@ import os
 import pytest
 from tokenizers import BertWordPieceTokenizer
 
-from pipeline.cli import main as cli
+from beam_embed.pipeline.cli import main as cli
 from tests.bert_reference import TINY_VOCAB
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -5,7 +5,7 @@ import random
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.job.batching import SortAndBatchWindows, _WindowedSortAndBatchDoFn
+from beam_embed.pipeline.job.batching import SortAndBatchWindows, _WindowedSortAndBatchDoFn
 
 
 def _sizes(n, seed=0):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pipeline.job.command import main
+from beam_embed.pipeline.job.command import main
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from pipeline.job.command import main
+from beam_embed.pipeline.job.command import main
 from tests.job_helpers import parquet_rows
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

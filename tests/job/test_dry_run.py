@@ -18,8 +18,8 @@ import apache_beam as beam
 import pytest
 import yaml
 
-import pipeline.job.dry_run as dataflow
-from pipeline.job.command import main
+import beam_embed.pipeline.job.dry_run as dataflow
+from beam_embed.pipeline.job.command import main
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
@@ -134,7 +134,7 @@ def test_the_tpu_config_describes_a_tpu_job_offline(tmp_path):
 def test_a_tpu_and_the_tpu_path_go_together_or_are_warned_of():
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.job.dataflow.checks import launch_warnings
+    from beam_embed.pipeline.job.dataflow.checks import launch_warnings
 
     def warnings(service_option, accelerator):
         options = PipelineOptions([
@@ -163,8 +163,8 @@ def test_setup_file_package_is_staged_with_the_project_code(gpu_job):
     pool = gpu_job["dataflow_job"]["environment"]["workerPools"][0]
     assert "workflow.tar.gz" in {p["name"] for p in pool["packages"]}
     shipped = gpu_job["checks"]["worker_imports"]
-    assert shipped["packages"] == ["models", "pipeline"]
-    assert "pipeline.job.embed" in shipped["project_modules"]
+    assert shipped["packages"] == ["beam_embed"]
+    assert "beam_embed.pipeline.job.embed" in shipped["project_modules"]
 
 
 def test_the_dry_run_shows_its_own_lines_not_the_sdist_build(tmp_path, capfd):

@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from models import warm_up
-from pipeline.job.early import start_warm_up
-from pipeline.job.flags import JobFlags, add_job_flags, read_job_argv
-from pipeline.job.options import EmbedOptions, parse
+from beam_embed.models import warm_up
+from beam_embed.pipeline.job.early import start_warm_up
+from beam_embed.pipeline.job.flags import JobFlags, add_job_flags, read_job_argv
+from beam_embed.pipeline.job.options import EmbedOptions, parse
 from tests.job_helpers import parquet_rows, write_lines
 
 
@@ -66,7 +66,7 @@ def test_anything_but_the_jobs_own_flags_is_not_the_plain_case(argv, tmp_path):
 
 
 def test_the_early_warm_up_is_the_one_the_run_uses(fresh_export, loads, tmp_path):
-    from pipeline.job.command import main
+    from beam_embed.pipeline.job.command import main
 
     corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "a dog ran"])
     out = str(tmp_path / "out")

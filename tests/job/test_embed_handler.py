@@ -6,10 +6,10 @@ import threading
 
 import numpy as np
 
-from models.embedder import Embedded
-from models.spec import EncoderSpec
-from pipeline.common.records import DeadLetter, EmbeddedBatch, Record
-from pipeline.job.embed import BundleBatch, BundleEnd, EncoderHandler
+from beam_embed.models.embedder import Embedded
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.job.embed import BundleBatch, BundleEnd, EncoderHandler
 
 
 class _FailsOnBoom:

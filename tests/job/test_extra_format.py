@@ -13,12 +13,12 @@ import pytest
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
-from pipeline.common import output_formats
-from pipeline.common.errors import IncompleteInput
-from pipeline.common.manifest import PREFIX, SHARD_TEMPLATE, load_embedding_set
-from pipeline.common.output_formats import OutputFormat
-from pipeline.common.shards import check_shards
-from pipeline.job.sinks import JsonLinesSink
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE, load_embedding_set
+from beam_embed.pipeline.common.output_formats import OutputFormat
+from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.job.sinks import JsonLinesSink
 from tests.job_helpers import run_job, write_lines
 
 pytestmark = pytest.mark.pipeline  # a whole job

@@ -11,9 +11,9 @@ import zlib
 
 import pytest
 
-from pipeline.common.records import INCOMPLETE, DeadLetter, Record
-from pipeline.job.formats import Fields
-from pipeline.job.sources import read_file
+from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.job.formats import Fields
+from beam_embed.pipeline.job.sources import read_file
 
 FIELDS = Fields("text", None, (), 1 << 20)
 LINES = [f"line {i}: the cat sat on the mat {i * 7919 % 1000}" for i in range(2000)]

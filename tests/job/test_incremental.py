@@ -10,8 +10,8 @@ import shutil
 import numpy as np
 import pytest
 
-from models.embedder import Embedder
-from pipeline.job.command import main
+from beam_embed.models.embedder import Embedder
+from beam_embed.pipeline.job.command import main
 from tests.bert_reference import tiny_poolings
 from tests.job_helpers import dead_letters, parquet_rows, run_job, tfrecord_rows, write_lines
 

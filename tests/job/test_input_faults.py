@@ -12,10 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.job import sources
-from pipeline.job.command import main
-from pipeline.job.formats import Fields
-from pipeline.job.sources import FindDuplicateIds, ReadCorpus, check_columns, expand_inputs
+from beam_embed.pipeline.job import sources
+from beam_embed.pipeline.job.command import main
+from beam_embed.pipeline.job.formats import Fields
+from beam_embed.pipeline.job.sources import (
+    FindDuplicateIds,
+    ReadCorpus,
+    check_columns,
+    expand_inputs,
+)
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
 
@@ -33,7 +38,7 @@ def _refused(capsys, out, *args) -> str:
 @pytest.fixture
 def no_probe(monkeypatch):
     """A refused run never reaches the launcher's model probe (it fails the test if it does)."""
-    from pipeline.job import build
+    from beam_embed.pipeline.job import build
 
     def probe(cfg):
         raise AssertionError("the model was probed before the input was checked")

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.common import exits
-from pipeline.common.claim import CLAIM, Holder
-from pipeline.common.manifest import load_embedding_set
-from pipeline.common.shards import check_shards
-from pipeline.job.command import main
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.claim import CLAIM, Holder
+from beam_embed.pipeline.common.manifest import load_embedding_set
+from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.job.command import main
 from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
 from tests.mounts import read_only, small_disk
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _start(output, *args) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pipeline.run", "--output", str(output), "--progress_every", "0",
+        [sys.executable, "-m", "beam_embed.pipeline.run", "--output", str(output), "--progress_every", "0",
          *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -92,7 +92,7 @@ def test_a_second_run_into_a_busy_folder_fails_at_once_naming_the_holder(tiny_ex
         corpus = write_lines(str(tmp_path / "c.txt"), ["a second corpus"])
         began = time.monotonic()
         second = subprocess.run(
-            [sys.executable, "-m", "pipeline.run", "--output", str(out), "--input", corpus,
+            [sys.executable, "-m", "beam_embed.pipeline.run", "--output", str(out), "--input", corpus,
              "--model", tiny_export, "--overwrite"], cwd=ROOT, capture_output=True, text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
         assert second.returncode == exits.OUTPUT_BUSY, second.stderr[-2000:]
@@ -205,7 +205,7 @@ def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, 
 def _full_disk_fallback(monkeypatch) -> None:
     """Where no tmpfs can be mounted: every shard write fails with ENOSPC, no file named, the
     way a full disk fails it."""
-    from pipeline.common.parquet_sink import ParquetBatchSink
+    from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
 
     def full(self, handle, table):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -304,12 +304,12 @@ def test_a_read_only_output_is_refused_in_one_line_naming_it(tiny_export, tmp_pa
     corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat"])
     run_job(str(out), "--input", corpus, "--model", tiny_export)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    import pipeline.job.config
+    import beam_embed.pipeline.job.config
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was set up before the output was checked")
 
-    monkeypatch.setattr(pipeline.job.config, "configure", no_model)
+    monkeypatch.setattr(beam_embed.pipeline.job.config, "configure", no_model)
     with read_only(out) as mounted:
         if not mounted:  # no mount(2) here: every create in the folder fails as it would
             def refuse(*args, **kwargs):
@@ -336,8 +336,8 @@ def start(self):
     time.sleep(5)  # the handler runs here, before `started` is set
 
 statesampler.StateSampler.start = start
-sys.argv = ["pipeline.run", *sys.argv[1:]]
-runpy.run_module("pipeline.run", run_name="__main__")
+sys.argv = ["beam_embed.pipeline.run", *sys.argv[1:]]
+runpy.run_module("beam_embed.pipeline.run", run_name="__main__")
 """
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline.common.records import EmbeddedBatch, Record
-from pipeline.job.sinks import OutputSchema
-from pipeline.job.tfrecord_sink import TFRecordBatchSink, framed, int64_feature
+from beam_embed.pipeline.common.records import EmbeddedBatch, Record
+from beam_embed.pipeline.job.sinks import OutputSchema
+from beam_embed.pipeline.job.tfrecord_sink import TFRecordBatchSink, framed, int64_feature
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:

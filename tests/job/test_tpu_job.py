@@ -1,7 +1,7 @@
 """`beam-embed run --accelerator tpu`, end to end on the CPU.
 
 The job runs in-process exactly as on a TPU worker, except for one seam: the TPU's strategy
-(models.accelerators.tpu_strategy) is TensorFlow's default strategy, on this CPU. Everything
+(beam_embed.models.accelerators.tpu_strategy) is TensorFlow's default strategy, on this CPU. Everything
 else (fixed shapes, the XLA-compiled calls, padding dropped, bf16) is the production path.
 Without the seam, a machine with no TPU refuses the run before reading anything.
 """
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models import accelerators
-from models.spec import encoder_spec
-from pipeline.job.command import main
+from beam_embed.models import accelerators
+from beam_embed.models.spec import encoder_spec
+from beam_embed.pipeline.job.command import main
 from tests.bert_reference import TINY_VOCAB
 from tests.job_helpers import parquet_rows, run_job, write_lines
 

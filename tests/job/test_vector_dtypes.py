@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 from sklearn.decomposition import PCA
 
-from pipeline.cli import main as cli
-from pipeline.job.command import main as run_main
+from beam_embed.pipeline.cli import main as cli
+from beam_embed.pipeline.job.command import main as run_main
 from tests.evaluate.test_command import reference_vectors
 from tests.job_helpers import run_job, write_lines
 
@@ -125,8 +125,8 @@ def test_stored_values_are_numpys_quantisation_of_the_float32_run(runs, column):
 
 
 def test_read_back_vectors_are_within_each_dtypes_tolerance(runs):
-    from pipeline.common.manifest import load_embedding_set
-    from pipeline.search.scan import parquet_blocks
+    from beam_embed.pipeline.common.manifest import load_embedding_set
+    from beam_embed.pipeline.search.scan import parquet_blocks
 
     ids, exact = _decoded(runs["float32"], "mean")
     order = np.argsort(ids)
@@ -172,7 +172,7 @@ def test_pca_fits_the_vectors_read_back(runs, tmp_path, dtype, fmt):
     viz = tmp_path / "viz"
     assert cli(["pca", "--input", runs[dtype], "--output", str(viz), "--components", "3",
                 "--format", fmt, "--pooling", "mean"]) == 0
-    from pipeline.pca.fit import load_fit
+    from beam_embed.pipeline.pca.fit import load_fit
 
     fit = load_fit(str(viz / "pca.npz"))
     _, vectors = _decoded(runs[dtype], "mean")

@@ -11,8 +11,8 @@ import threading
 import pytest
 import tensorflow as tf
 
-from models.spec import EncoderSpec
-from pipeline.job.embed import EncoderHandler
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.pipeline.job.embed import EncoderHandler
 from tests.job_helpers import run_job
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

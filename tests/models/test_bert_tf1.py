@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 import tokenizers
 
-from models.encoders.detect import detect
-from models.spec import encoder_spec
+from beam_embed.models.encoders.detect import detect
+from beam_embed.models.spec import encoder_spec
 from tests.bert_reference import TINY_VOCAB, forward, poolings_of_ids, write_checkpoint
 from tests.job_helpers import parquet_rows, run_job, tfrecord_rows, write_lines
 from tests.models.test_google_tokenization import google_reference
@@ -177,7 +177,7 @@ def test_cased_module_through_the_job(cased_tf1, tmp_path):
 def test_similarity_and_tokens_commands(tf1_bert, tmp_path, capsys):
     import json
 
-    from pipeline.cli import main as cli
+    from beam_embed.pipeline.cli import main as cli
 
     module, weights = tf1_bert
     sentence = "the cat sat on the mat ."

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from models.export.checkpoint import CheckpointError
-from models.export.checkpoint_layout import inspect_checkpoint
-from models.export.convert import export_checkpoint
+from beam_embed.models.export.checkpoint import CheckpointError
+from beam_embed.models.export.checkpoint_layout import inspect_checkpoint
+from beam_embed.models.export.convert import export_checkpoint
 from tests.bert_reference import write_checkpoint
 from tests.models.google_reference import write_google_folder
 
@@ -33,7 +33,7 @@ def test_a_folder_of_neither_layout_names_what_was_looked_for_and_found(tmp_path
 
 
 def test_cli_reports_neither_layout(tmp_path, capsys):
-    from pipeline.cli import main
+    from beam_embed.pipeline.cli import main
 
     _touch(tmp_path, "README.md")
     assert main(["export-model", str(tmp_path), str(tmp_path / "out")]) == 2

@@ -13,9 +13,9 @@ import shutil
 
 import pytest
 
-from models import hub_loader
-from models.spec import encoder_spec
-from pipeline.cli import main as cli
+from beam_embed.models import hub_loader
+from beam_embed.models.spec import encoder_spec
+from beam_embed.pipeline.cli import main as cli
 from tests.job_helpers import run_job, write_lines
 
 SAVED_MODELS = ("encoder", "encoder_bf16", "encoder_fp16", "preprocessor")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from models.encoders import KINDS
-from models.presets import handle_name, load_presets, resolve
-from models.spec import encoder_spec
-from pipeline.job.command import main
+from beam_embed.models.encoders import KINDS
+from beam_embed.models.presets import handle_name, load_presets, resolve
+from beam_embed.models.spec import encoder_spec
+from beam_embed.pipeline.job.command import main
 
 
 @pytest.mark.pipeline

@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from models.encoders import KINDS, paired_kind
-from models.encoders.detect import read_facts
-from models.spec import encoder_spec, fingerprint
+from beam_embed.models.encoders import KINDS, paired_kind
+from beam_embed.models.encoders.detect import read_facts
+from beam_embed.models.spec import encoder_spec, fingerprint
 
 
 def _pb(folder: str) -> bytes:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.export.checkpoint import CheckpointError
-from models.export.convert import export_checkpoint
+from beam_embed.models.export.checkpoint import CheckpointError
+from beam_embed.models.export.convert import export_checkpoint
 from tests.bert_reference import forward, write_checkpoint
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],
@@ -182,7 +182,7 @@ def _append(path, text):
 
 @pytest.mark.pipeline
 def test_cli_export_model(tiny_checkpoint, tmp_path, capsys):
-    from pipeline.cli import main
+    from beam_embed.pipeline.cli import main
 
     out = str(tmp_path / "cli_export")
     assert main(["export-model", tiny_checkpoint[0], out, "--name", "tiny"]) == 0

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.encoders.bert import load_pair, precision_handle, select_precision
-from models.export.convert import export_checkpoint
+from beam_embed.models.encoders.bert import load_pair, precision_handle, select_precision
+from beam_embed.models.export.convert import export_checkpoint
 from tests.bert_reference import forward, write_checkpoint
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0, 0], [2, 12, 13, 3, 14, 19, 3, 0, 0],
@@ -104,8 +104,8 @@ def test_fp32_precision_runs_the_fused_function(export, tmp_path):
 def test_bf16_without_bf16_hardware_warns(export, monkeypatch, caplog, flags, warned):
     """Where the CPU has neither AMX nor AVX-512 BF16, bf16 is emulated: the user is told fp32 is
     the fast precision there (and bf16 still runs)."""
-    from models import cpu
-    from models.encoders import bert
+    from beam_embed.models import cpu
+    from beam_embed.models.encoders import bert
 
     _, _, _, folder = export
     monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset(flags))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from models import gcs_copy
+from beam_embed.models import gcs_copy
 
 
 @pytest.fixture

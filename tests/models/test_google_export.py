@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.export.convert import export_checkpoint
+from beam_embed.models.export.convert import export_checkpoint
 from tests.bert_reference import forward
 from tests.models.google_reference import fine_tune_extras, google_variables, write_google_folder
 
@@ -105,7 +105,7 @@ def test_estimator_folder_exports_the_latest_and_lists_every_unused_variable(fin
 
 
 def test_cli_checkpoint_and_lower_case_flags(fine_tuned, tmp_path, capsys):
-    from pipeline.cli import main
+    from beam_embed.pipeline.cli import main
 
     src, old, _, _ = fine_tuned
     out = str(tmp_path / "cli_export")
@@ -131,7 +131,7 @@ def test_google_checkpoint_through_export_model_and_the_job(tmp_path):
     """The README's two commands on a cased checkpoint with accented words: every pooling of
     every record equals the numpy BERT (tanh GELU) on the ids the vocabulary gives, and a text
     longer than the model's 64 positions is truncated and flagged."""
-    from pipeline.cli import main
+    from beam_embed.pipeline.cli import main
     from tests.bert_reference import poolings_of_ids
     from tests.job_helpers import parquet_rows, tfrecord_rows, write_lines
 

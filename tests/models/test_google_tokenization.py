@@ -11,8 +11,8 @@ import tensorflow as tf
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 from tokenizers.models import WordPiece
 
-from models.export.convert import export_checkpoint
-from models.export.google_checkpoint import infer_lower_case
+from beam_embed.models.export.convert import export_checkpoint
+from beam_embed.models.export.google_checkpoint import infer_lower_case
 from tests.models.google_reference import write_google_folder
 
 CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "The", "the", "Café",

@@ -14,10 +14,10 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
-from models.export.checkpoint import CheckpointError
-from models.export.convert import export_checkpoint
-from models.export.weight_map import HF_NAMES, Tensors, map_weights
-from models.spec import encoder_spec
+from beam_embed.models.export.checkpoint import CheckpointError
+from beam_embed.models.export.convert import export_checkpoint
+from beam_embed.models.export.weight_map import HF_NAMES, Tensors, map_weights
+from beam_embed.models.spec import encoder_spec
 from tests.bert_reference import forward, write_checkpoint
 
 IDS = np.array([[2, 7, 9, 10, 5, 11, 3, 0], [2, 12, 13, 3, 14, 19, 3, 0], [2, 8, 3, 0, 0, 0, 0, 0]],

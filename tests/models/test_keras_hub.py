@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from models.encoders.keras_hub import KerasHubBertEncoder
-from models.spec import encoder_spec
+from beam_embed.models.encoders.keras_hub import KerasHubBertEncoder
+from beam_embed.models.spec import encoder_spec
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
 TEXTS = ["The cat sat on the mat.", "A short one", "Embeddings of sentences, compared across "

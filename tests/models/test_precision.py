@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.embedder import Embedder
-from models.encoders.bert import GROUP_ROWS, HubBertEncoder
-from models.export.bert_encoder import BertEncoder, BertLayerWeights, BertWeights
-from models.pooling import parse_poolings
-from pipeline.job.command import main
+from beam_embed.models.embedder import Embedder
+from beam_embed.models.encoders.bert import GROUP_ROWS, HubBertEncoder
+from beam_embed.models.export.bert_encoder import BertEncoder, BertLayerWeights, BertWeights
+from beam_embed.models.pooling import parse_poolings
+from beam_embed.pipeline.job.command import main
 from tests.bert_reference import TINY_VOCAB, forward
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
@@ -271,7 +271,7 @@ def test_plan_groups_are_sorted_by_length_and_cut_on_row_multiples(tiny_export):
 def test_past_the_shape_budget_groups_reuse_shapes(tiny_export, monkeypatch):
     """Each new (rows, length) shape keeps oneDNN kernels alive: past MAX_SHAPES a group runs
     in an existing shape that holds it, padded with empty texts, and its vectors are unchanged."""
-    import models.encoders.bert as bert
+    import beam_embed.models.encoders.bert as bert
 
     monkeypatch.setattr(bert, "MAX_SHAPES", 2)
     handles = (os.path.join(tiny_export, "encoder"), os.path.join(tiny_export, "preprocessor"))
@@ -303,7 +303,7 @@ def test_numpy_packing_equals_the_contract_packer(tiny_export):
 def test_thread_settings_apply_before_tensorflow_starts():
     script = textwrap.dedent("""
         import json, tensorflow as tf
-        from models.embedder import configure_threads
+        from beam_embed.models.embedder import configure_threads
         first = configure_threads(1, 1)
         tf.constant(1.0) + 1.0  # the runtime starts: its pools are fixed now
         later = configure_threads(2, 2)
@@ -317,8 +317,8 @@ def test_thread_settings_apply_before_tensorflow_starts():
 
 
 def test_worker_threads_split_the_cores_between_direct_runner_processes():
-    from pipeline.job.config import worker_threads
-    from pipeline.job.options import parse
+    from beam_embed.pipeline.job.config import worker_threads
+    from beam_embed.pipeline.job.options import parse
 
     cores = os.cpu_count() or 1
     multi = parse(["--direct_num_workers=2", "--direct_running_mode=multi_processing"])

@@ -12,8 +12,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 _SCRIPT = """
 import json, sys
-from models.tf_import import import_tensorflow_lean
-from models.hub_loader import load_handle
+from beam_embed.models.tf_import import import_tensorflow_lean
+from beam_embed.models.hub_loader import load_handle
 import_tensorflow_lean()
 out = {"keras_after_import": "keras" in sys.modules}
 import tensorflow as tf

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 import tokenizers
 
-from models.bert_preprocessor import BertPreprocessor
+from beam_embed.models.bert_preprocessor import BertPreprocessor
 
 HARD = [
     "This is an example sentence", "Café naïve résumé Ångström déjà-vu", "北京大学 東京 한국어 中文",

@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from models import hub_loader, warm_up
-from models.spec import encoder_spec
+from beam_embed.models import hub_loader, warm_up
+from beam_embed.models.spec import encoder_spec
 
 TEXTS = ["the cat sat on the mat", "a dog", "sat"]
 
@@ -43,7 +43,7 @@ def test_a_failed_warm_up_is_reported_by_the_encoders_own_load(fresh_export, loa
 
 
 def test_kinds_without_a_warm_up_load_as_before(fresh_export):
-    from models.encoders.bert_tf1 import HubBertTf1Encoder
+    from beam_embed.models.encoders.bert_tf1 import HubBertTf1Encoder
 
     spec = encoder_spec(fresh_export)
     assert not HubBertTf1Encoder.warms_up

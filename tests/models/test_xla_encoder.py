@@ -19,7 +19,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from models.spec import encoder_spec
+from beam_embed.models.spec import encoder_spec
 from tests.bert_reference import TINY_VOCAB
 
 POOLINGS = ("cls", "pooled_output", "mean", "max", "mean@-2")

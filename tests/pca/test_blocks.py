@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.common.manifest import PoolingColumn
-from pipeline.pca.blocks import TableCoder
-from pipeline.pca.inputs import ReadEmbeddings
+from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.pca.blocks import TableCoder
+from beam_embed.pipeline.pca.inputs import ReadEmbeddings
 from tests.pca.fixtures import WIDTH, clustered_matrix, records
 
 
@@ -34,7 +34,7 @@ def test_read_blocks_are_typed_tables_and_get_the_coder():
 def test_row_groups_are_read_once_each_in_splits(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    from pipeline.pca import inputs
+    from beam_embed.pipeline.pca import inputs
 
     monkeypatch.setattr(inputs, "GROUPS_PER_SPLIT", 4)
     x, _ = clustered_matrix(230)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from pipeline.common.manifest import PoolingColumn
-from pipeline.pca.command import main
-from pipeline.pca.fit import FitSpec, Moments, fit_pca, save_fit
+from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.pca.command import main
+from beam_embed.pipeline.pca.fit import FitSpec, Moments, fit_pca, save_fit
 from tests.pca.fixtures import (
     MODEL,
     WIDTH,

@@ -5,9 +5,16 @@ import pyarrow as pa
 import pytest
 from sklearn.decomposition import PCA, TruncatedSVD
 
-from pipeline.common.manifest import PoolingColumn
-from pipeline.pca import fit as pca_fit
-from pipeline.pca.fit import FitSpec, Moments, MomentsCombineFn, fit_pca, load_fit, save_fit
+from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.pca import fit as pca_fit
+from beam_embed.pipeline.pca.fit import (
+    FitSpec,
+    Moments,
+    MomentsCombineFn,
+    fit_pca,
+    load_fit,
+    save_fit,
+)
 from tests.pca.fixtures import FLOAT32_RTOL, WIDTH, assert_close, clustered_matrix, records
 
 POOLING = PoolingColumn("mean", "mean", WIDTH, False)

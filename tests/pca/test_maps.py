@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from pipeline.pca import maps as pca_maps
-from pipeline.pca.maps import axis_labels, check_method, compute_map
+from beam_embed.pipeline.pca import maps as pca_maps
+from beam_embed.pipeline.pca.maps import axis_labels, check_method, compute_map
 from tests.pca.fixtures import clustered_matrix
 
 

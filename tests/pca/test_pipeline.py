@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.decomposition import PCA
 
-from pipeline.common.staging import check_output, publish
-from pipeline.pca.command import main
-from pipeline.pca.fit import load_fit
-from pipeline.pca.job import PCA_OUTPUT
+from beam_embed.pipeline.common.staging import check_output, publish
+from beam_embed.pipeline.pca.command import main
+from beam_embed.pipeline.pca.fit import load_fit
+from beam_embed.pipeline.pca.job import PCA_OUTPUT
 from tests.pca.fixtures import (
     FLOAT32_RTOL,
     WIDTH,

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 from PIL import Image
 
-from pipeline.pca import plots
+from beam_embed.pipeline.pca import plots
 from tests.pca.fixtures import clustered_matrix
 
 
@@ -99,7 +99,7 @@ def test_palette_colours_are_far_apart():
 def test_the_warm_up_draws_both_pictures_and_only_logs_a_failure(monkeypatch, caplog):
     import logging
 
-    from pipeline.pca import exports
+    from beam_embed.pipeline.pca import exports
 
     drawn = []
     real_png = plots.draw_png

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.pca.exports import ExportSpec, export_sample
-from pipeline.pca.sample import Sample, write_sample
+from beam_embed.pipeline.pca.exports import ExportSpec, export_sample
+from beam_embed.pipeline.pca.sample import Sample, write_sample
 from tests.pca.fixtures import chromium_dom, clustered_matrix
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -6,7 +6,7 @@ import pytest
 from google.protobuf import text_format
 from tensorboard.plugins.projector import projector_config_pb2
 
-from pipeline.pca.projector import PROJECTOR_LIMIT, write_projector
+from beam_embed.pipeline.pca.projector import PROJECTOR_LIMIT, write_projector
 
 
 def _parse_config(path):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from pipeline.pca.command import main
-from pipeline.pca.fit import load_fit
+from beam_embed.pipeline.pca.command import main
+from beam_embed.pipeline.pca.fit import load_fit
 from tests.pca.fixtures import (
     FLOAT32_RTOL,
     assert_close,

@@ -3,7 +3,14 @@
 import numpy as np
 import pyarrow as pa
 
-from pipeline.pca.sample import KEY, TEXT_CHARS, SampleCombineFn, id_keys, read_sample, write_sample
+from beam_embed.pipeline.pca.sample import (
+    KEY,
+    TEXT_CHARS,
+    SampleCombineFn,
+    id_keys,
+    read_sample,
+    write_sample,
+)
 
 
 def _table(n, start=0):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.common import exits
-from pipeline.pca import plots
-from pipeline.pca.command import main
+from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.pca import plots
+from beam_embed.pipeline.pca.command import main
 from tests.mounts import read_only, small_disk
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
@@ -103,7 +103,7 @@ def test_a_full_disk_names_the_file_and_leaves_the_previous_viz(tmp_path, capsys
         assert main(["--input", small, "--output", str(viz), "--components", "4"]) == exits.OK
         before = _snapshot(viz)
         if not mounted:  # no tmpfs here: the projections' writes fail as a full disk fails them
-            from pipeline.common.parquet_sink import ParquetBatchSink
+            from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
 
             def full(self, handle, table):
                 handle[0].write(b"partial")

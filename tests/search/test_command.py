@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline.cli import main as cli
-from pipeline.search.index import check_local
+from beam_embed.pipeline.cli import main as cli
+from beam_embed.pipeline.search.index import check_local
 from tests.evaluate.test_command import reference_vectors
 from tests.job_helpers import parquet_rows, run_job, write_lines
 

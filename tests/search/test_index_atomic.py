@@ -9,10 +9,10 @@ import os
 import numpy as np
 import pytest
 
-from pipeline.common.manifest import PoolingColumn
-from pipeline.search import index as index_module
-from pipeline.search.corpus import Corpus
-from pipeline.search.index import building, open_index
+from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.search import index as index_module
+from beam_embed.pipeline.search.corpus import Corpus
+from beam_embed.pipeline.search.index import building, open_index
 from tests.pca.fixtures import MODEL, WIDTH, clustered_matrix, records, write_embeddings
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from pipeline.cli import main as cli
+from beam_embed.pipeline.cli import main as cli
 from tests.job_helpers import run_job
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.search.highlight import highlight, query_words
-from pipeline.search.scan import parquet_blocks, resolve_hits, top_k
+from beam_embed.pipeline.search.highlight import highlight, query_words
+from beam_embed.pipeline.search.scan import parquet_blocks, resolve_hits, top_k
 
 
 def _brute(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[list[tuple[float, int]]]:

@@ -9,8 +9,12 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
-from models.hub_loader import is_remote
-from pipeline.job.dataflow.describe import ONE_SDK_PROCESS, accelerator, parse_accelerator
+from beam_embed.models.hub_loader import is_remote
+from beam_embed.pipeline.job.dataflow.describe import (
+    ONE_SDK_PROCESS,
+    accelerator,
+    parse_accelerator,
+)
 
 
 def launch_warnings(options, model_handle: str, output: str, inputs,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -58,7 +57,9 @@ def sdist_of(staged: list[dict]) -> str | None:
 
 
 def _install_like_pip(sdist: str, target: str) -> list[str]:
-    """Unpacks the sdist and keeps only its top-level packages; returns their names."""
+    """Unpacks the sdist and lays its packages out as pip's build would (setup.py's build_py,
+    which maps the repository's folders into the one import package); returns the top-level
+    package names."""
     unpacked = os.path.join(target, "sdist")
     with tarfile.open(sdist) as tar:
         tar.extractall(unpacked, filter="data")
@@ -69,8 +70,10 @@ def _install_like_pip(sdist: str, target: str) -> list[str]:
         names = [line.strip() for line in f if line.strip()]
     root = os.path.dirname(os.path.dirname(top_level[0]))
     site = os.path.join(target, "site")
-    for name in names:
-        shutil.copytree(os.path.join(root, name), os.path.join(site, name))
+    done = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", site],
+                          cwd=root, capture_output=True, text=True, timeout=TIMEOUT_S)
+    if done.returncode != 0:
+        raise NotShipped(f"the staged sdist does not build: {done.stderr.strip()[-500:]}")
     return names
 
 
@@ -97,5 +100,5 @@ def check(proto, staged: list[dict], launcher_dirs: list[str]) -> dict:
         raise NotShipped(
             f"a step needs code the staged package ({', '.join(packages)}) does not ship: "
             f"{result['error'] or 'modules ' + ', '.join(result['from_launcher'])}; keep worker "
-            "code in the pipeline/ and models/ packages")
+            "code in the pipeline/ and models/ folders (the beam_embed package)")
     return {"packages": packages, "project_modules": result["project"]}

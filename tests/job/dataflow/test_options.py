@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.job.dataflow.options import dry_run_requested
+from beam_embed.pipeline.job.dataflow.options import dry_run_requested
 
 
 def test_beam_spelling_of_dry_run_is_honoured():
