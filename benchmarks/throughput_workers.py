@@ -169,7 +169,7 @@ def _after_import(patches: dict) -> None:
 
 def worker_job(args) -> dict:
     """The embedding job in this process, as `python -m beam_embed.pipeline.run` runs it (pipeline/run.py:
-    quiet libraries, refuse unused imports, the command's main), with marks at its phases:
+    the process entered as the job's own, the command's main), with marks at its phases:
     imports, the launcher's model load, the pipeline handed to the runner, each Embedder.embed
     call, main's return. The marks are set by wrappers installed as their modules are imported,
     so TensorFlow, Beam and the model load in the job's own order."""
@@ -210,10 +210,9 @@ def worker_job(args) -> dict:
 
     _after_import({"beam_embed.models.encoders.bert": bert, "beam_embed.models.embedder": embedder,
                    "apache_beam.pipeline": pipeline})
-    importlib.import_module("beam_embed.pipeline.common.quiet").configure(False)
-    own_flags = importlib.import_module("beam_embed.pipeline.job.early").own_flags
-    importlib.import_module("beam_embed.pipeline.common.lean_process").refuse_unused_imports(
-        local=own_flags(job_args) is not None)
+    read_at_entry = importlib.import_module("beam_embed.pipeline.job.early").read_at_entry
+    importlib.import_module("beam_embed.process").enter("run", job_args,
+                                                        local=read_at_entry(job_args))
     command = importlib.import_module("beam_embed.pipeline.job.command")  # an entry point: imports little
     marks["imports"] = time.time()
     code = command.main(job_args)
@@ -374,7 +373,7 @@ def main(argv=None) -> int:
         json.dump(data, f)
     if args.kind == "job":  # end as `python -m beam_embed.pipeline.run` ends, where it skips the teardown
         try:
-            from beam_embed.pipeline.common.exits import exit_now
+            from beam_embed.process.exits import exit_now
         except ImportError:  # an older checkout: the interpreter's own exit
             return 0
         exit_now(0)

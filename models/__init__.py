@@ -13,7 +13,8 @@
                       (the Encoder interface's defaults for SavedModel kinds)
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
     gcs_copy.py       a gs:// model's local copy in the cache, fetched through Beam's filesystem
-    tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls
+    tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls,
+                      and without their start-up lines when the command asked for quiet
     export_format.py  an export folder's metadata file name, format version and check: read by
                       runs, written by export/ (no TensorFlow)
     bert_preprocessor.py  the TF-Hub BERT preprocessor contract: saved by export/, built at run
@@ -26,8 +27,9 @@
     export/           `export-model` only: checkpoint folders (Hugging Face, google-research/bert)
                       -> TF-Hub-format SavedModels
 
-May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
-embedder, tokens, export, accelerators, xla): spec.py, encoders/__init__.py, pooling.py,
+May import: nothing of `pipeline`; beam_embed.process (the process's tuning, the private-API
+adapter). TensorFlow only where a model is built or run (encoders, embedder, tokens, export,
+accelerators, xla): spec.py, encoders/__init__.py, pooling.py,
 presets.py, cpu.py, fixed_shapes.py, export_format.py, tf_import.py, saved_model.py,
 gcs_copy.py and hub_loader.py import none at module import time.
 """

@@ -2,14 +2,13 @@
 
 import sys
 
-from beam_embed.pipeline.common.quiet import configure, verbose_requested
-
 if __name__ == "__main__":
-    configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
-    from beam_embed.pipeline.common.exits import exit_after
-    from beam_embed.pipeline.job.early import job_process
+    from beam_embed.pipeline.job.early import read_at_entry
+    from beam_embed.process import enter
+    from beam_embed.process.exits import exit_after
 
-    job_process(sys.argv[1:])  # this process is the job's own
+    argv = sys.argv[1:]
+    enter("run", argv, local=read_at_entry(argv))  # before anything imports TensorFlow
     from beam_embed.pipeline.job.command import main
 
     exit_after(main)

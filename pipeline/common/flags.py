@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 
-from beam_embed.pipeline.common.private_apis import (
+from beam_embed.process.private_apis import (
     HelpFormatterHooks,
     add_beam_options,
     add_option_string,

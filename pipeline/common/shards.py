@@ -115,7 +115,7 @@ def tfrecord_framed_records(path: str, size: int) -> int:
 
     from apache_beam.io.filesystem import CompressionTypes
 
-    from beam_embed.pipeline.common.private_apis import masked_crc32c
+    from beam_embed.process.private_apis import masked_crc32c
 
     crc = masked_crc32c()
     n = offset = 0

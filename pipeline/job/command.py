@@ -6,7 +6,7 @@ warm-up starts on a thread before Beam is imported (early.py) -> argv read once 
 read) -> the encoder's warm-up starts (models/warm_up.py) unless it
 did -> claim the output folder -> probe the model and check its
 limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
-complete run in) -> summary and exit code (beam_embed.pipeline.common.exits). `--dry-run` builds the same
+complete run in) -> summary and exit code (beam_embed.process.exits). `--dry-run` builds the same
 job and describes it.
 """
 
@@ -19,10 +19,10 @@ import signal
 import sys
 import threading
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.job.flags import print_help
+from beam_embed.process import exits
+from beam_embed.process.log import log
 
 PROG = "beam-embed run"
 
@@ -170,9 +170,9 @@ def run(options, cfg, files, widths, stored=()) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from beam_embed.pipeline.common.lean_process import resume_collector
     from beam_embed.pipeline.common.runners import runner_for
     from beam_embed.pipeline.job.build import build_pipeline
+    from beam_embed.process.job_process import resume_collector
 
     resume_collector()
 

@@ -6,7 +6,7 @@ import dataclasses
 import os
 
 from beam_embed.models.spec import EncoderSpec
-from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
 from beam_embed.pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
 from beam_embed.pipeline.job.flags import JobFlags

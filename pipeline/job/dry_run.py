@@ -22,7 +22,6 @@ import os
 from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
 from beam_embed.pipeline.job.calibration import vector_storage
 from beam_embed.pipeline.job.config import configure
@@ -34,6 +33,7 @@ from beam_embed.pipeline.job.dataflow.options import DryRunOptions
 from beam_embed.pipeline.job.flags import JobFlags
 from beam_embed.pipeline.job.reuse import unread_previous
 from beam_embed.pipeline.job.sources import expand_inputs
+from beam_embed.process.log import log
 
 __all__ = ["dry_run"]
 

@@ -11,7 +11,8 @@ Only the plain case starts early: every argument (and every --config key) one of
 flags, none of Beam's (a runner, worker processes or experiments change the encoder's thread
 pools, which TensorFlow fixes at its first op), the output fresh or --overwrite given. Anything
 else returns without starting, and the full parse goes on as before. The same plain case is a
-local run, whose process refuses the imports only other runners need (lean_process.py).
+local run, whose process refuses the imports only other runners need
+(beam_embed.process.job_process).
 """
 
 from __future__ import annotations
@@ -26,25 +27,21 @@ from beam_embed.pipeline.job.flags import JobArgv, JobFlags, read_job_argv
 _entry: list[tuple[tuple[str, ...], JobArgv]] = []  # the process entry's argv, read once
 
 
-def job_process(argv: list[str]) -> None:
-    """Set-up of a process that exists to run the job (`python -m beam_embed.pipeline.run`, `beam-embed
-    run`), given the job's arguments: it reads them once (`main` takes that reading), and tunes
-    the process (beam_embed.pipeline.common.lean_process): the imports a job never uses refused, those of
-    other runners too when argv is a local run, the garbage collector held off until the run
-    starts."""
-    from beam_embed.pipeline.common.lean_process import start_job_process
-
+def read_at_entry(argv: list[str]) -> bool:
+    """The job's arguments read once, by the entry of a process that exists to run the job
+    (`python -m beam_embed.pipeline.run`, `beam-embed run`), for `main` to take; whether they are
+    a local run (the plain case), whose process beam_embed.process.enter tunes for it (the
+    imports only other runners need refused)."""
     try:
         job = read_job_argv(argv, tentative=True)
     except ValueError:  # an unreadable --config: `main` reads it again and says why
-        job = None
-    else:
-        _entry[:] = [(tuple(argv), job)]
-    start_job_process(local=job is not None and job.plain)
+        return False
+    _entry[:] = [(tuple(argv), job)]
+    return job.plain
 
 
 def job_argv(argv: list[str]) -> JobArgv:
-    """argv read: by the process's entry (job_process) when it read this argv, else now."""
+    """argv read: by the process's entry (read_at_entry) when it read this argv, else now."""
     if _entry and _entry[0][0] == tuple(argv):
         return _entry.pop()[1]
     return read_job_argv(argv)
@@ -69,7 +66,7 @@ def start_warm_up(job: JobArgv) -> EncoderSpec | None:
     if not job.plain or not _fresh_output(job.flags):
         return None
     check_plain_flags(job.flags)
-    from beam_embed.pipeline.common.quiet import import_tensorflow
+    from beam_embed.models.tf_import import import_tensorflow
 
     import_tensorflow()
     spec = spec_of(job.flags, (0, 0))  # (0, 0): worker_threads of a run without Beam's flags

@@ -10,9 +10,9 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common import exits
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest
+from beam_embed.process import exits
+from beam_embed.process.log import log
 
 REASONS_READ = 100_000  # dead letters read for the commonest reasons; the file has them all
 REASONS_SHOWN = 3

@@ -19,7 +19,7 @@ import numpy as np
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from beam_embed.pipeline.common.private_apis import masked_crc32c
+from beam_embed.process.private_apis import masked_crc32c
 
 # Protobuf tags (field number << 3 | 2, length-delimited) of tensorflow/core/example/*.proto.
 _FIELD_1 = b"\x0a"  # Example.features, Features.feature (map entry), MapEntry.key, *List.value

@@ -17,9 +17,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.blas import blas_threads
 from beam_embed.pipeline.common.manifest import PoolingColumn
 from beam_embed.pipeline.pca.inputs import vectors_of
+from beam_embed.process.blas import blas_threads
 
 CHUNK_ROWS = 8192  # rows summed in float32 at a time: bounds its rounding and the temporaries
 MOMENT_THREADS = 1  # BLAS threads for the moments' rank-k updates (see Moments)

@@ -16,7 +16,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_embed.pipeline.common import exits
+from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
 from beam_embed.pipeline.common.manifest import (
@@ -28,7 +28,6 @@ from beam_embed.pipeline.common.manifest import (
     make_folder,
 )
 from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.quiet import import_tensorflow
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.common.staging import (
@@ -67,6 +66,7 @@ from beam_embed.pipeline.pca.project import (
 )
 from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from beam_embed.pipeline.pca.sample import SampleRows, write_sample
+from beam_embed.process import exits
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,

@@ -18,12 +18,9 @@ import sys
 import time
 import unicodedata
 
-from beam_embed.pipeline.common import exits
+from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.errors import one_line_errors
 from beam_embed.pipeline.common.flags import CommandParser
-from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.common.quiet import import_tensorflow
-from beam_embed.pipeline.common.terminal import json_printable, printable
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
     DEFAULT_BLOCK_ROWS,
@@ -31,6 +28,9 @@ from beam_embed.pipeline.search.limits import (
     DEFAULT_MAX_CHARS,
     QUERY_SHOWN_CHARS,
 )
+from beam_embed.process import exits
+from beam_embed.process.log import log
+from beam_embed.process.terminal import json_printable, printable
 
 PROG = "beam-embed search"
 

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.pooling import l2_normalize
-from beam_embed.pipeline.common.blas import blas_threads
 from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
 from beam_embed.pipeline.search.limits import DEFAULT_BLOCK_ROWS
+from beam_embed.process.blas import blas_threads
 
 
 @dataclasses.dataclass(frozen=True)

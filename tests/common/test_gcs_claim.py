@@ -13,9 +13,9 @@ import threading
 
 import pytest
 
-from beam_embed.pipeline.common import gcs_auth
 from beam_embed.pipeline.common.claim import Holder, OutputBusy, claim_output
 from beam_embed.pipeline.common.claim_stores import CLAIM
+from beam_embed.process import gcs_auth
 from tests.fake_gcs import FakeGcs
 
 FOLDER = "gs://bkt/runs/out"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import CLAIM, Holder
 from beam_embed.pipeline.common.manifest import load_embedding_set
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.job.command import main
+from beam_embed.process import exits
 from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
 from tests.mounts import read_only, small_disk
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.pca import plots
 from beam_embed.pipeline.pca.command import main
+from beam_embed.process import exits
 from tests.mounts import read_only, small_disk
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 

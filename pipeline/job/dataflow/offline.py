@@ -35,13 +35,13 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.dataflow.internal import apiclient
 from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 
-from beam_embed.pipeline.common.log import is_verbose
-from beam_embed.pipeline.common.private_apis import (
+from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.process.library_noise import stderr_held
+from beam_embed.process.log import is_verbose
+from beam_embed.process.private_apis import (
     dataflow_environment_major_version,
     is_remote_path,
 )
-from beam_embed.pipeline.common.quiet import stderr_held
-from beam_embed.pipeline.common.runners import runner_for
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 

@@ -3,7 +3,7 @@
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from beam_embed.pipeline.common.blas import blas_threads
+from beam_embed.process.blas import blas_threads
 
 
 def _blas_threads() -> set[int]:

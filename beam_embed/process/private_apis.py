@@ -1,14 +1,14 @@
 """Every private API of Beam, Python's argparse and atexit the project relies on, in one place.
 
 Each is something no public API offers (why is said beside it), named here under a public name;
-tests/common/test_private_apis.py checks that each still exists with the signature and the
+tests/process/test_private_apis.py checks that each still exists with the signature and the
 behaviour relied on, so a Beam or Python upgrade that changes one fails there, by name, instead
 of somewhere in a run. Nothing heavy is imported at module import time: `--help` and flag
 errors import this module too (its argparse part), and Beam's pieces are imported by the
 functions that hand them out.
 
 Elsewhere, by layer: models/hub_loader.py marks a loaded TF1 Hub module as `hub.load` does
-(`_is_hub_module_v1`), and pipeline/common/gcs_auth.py reaches Beam's credential helpers; each
+(`_is_hub_module_v1`), and beam_embed/process/gcs_auth.py reaches Beam's credential helpers; each
 is tested beside its use.
 """
 

@@ -1,11 +1,12 @@
 """Library output off unless asked for: by default a command's terminal shows only the tool's own
 lines; `-v/--verbose` (or BEAM_EMBED_VERBOSE=1) shows TensorFlow's, absl's and Beam's as well.
 
-TensorFlow reads its C++ log level from the environment when it loads, so `configure` runs
-before anything imports it: at the CLI entry and in `python -m beam_embed.pipeline.run` / `beam_embed.pipeline.pca`.
-Its start-up lines ("All log messages before absl::InitializeLog() ...", "Could not find cuda
-drivers") are written by C++ before any level applies, so `import_tensorflow` silences the
-process's stderr while TensorFlow loads.
+TensorFlow reads its C++ log level from the environment when it loads, so `quiet_libraries` runs
+before anything imports it (beam_embed.process.set_up, from every process entry). Its start-up
+lines ("All log messages before absl::InitializeLog() ...", "Could not find cuda drivers") are
+written by C++ before any level applies: `stderr_silenced` sends the process's stderr away while
+TensorFlow loads (models/tf_import.py's import_tensorflow), and `stderr_held` keeps what
+subprocesses write unless they fail (the sdist Beam builds for Dataflow).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 import warnings
 
-from beam_embed.pipeline.common.log import VERBOSE_ENV, is_verbose, set_verbose
+from beam_embed.process.log import is_verbose, set_verbose
 
 # TF_CPP_MIN_LOG_LEVEL 3 also drops "failed call to cuInit" (an ERROR line on every machine
 # without a GPU); real failures still reach the user as Python exceptions.
@@ -43,13 +44,8 @@ def verbose_requested(argv) -> bool:
     return is_verbose() or any(a in ("-v", "--verbose") for a in argv)
 
 
-def configure(verbose: bool) -> None:
-    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads.
-    Beam's gs:// credentials look is replaced by one that does not retry for ~25 s
-    (beam_embed.pipeline.common.gcs_auth), verbose or not."""
-    from beam_embed.pipeline.common import gcs_auth
-
-    gcs_auth.install()
+def quiet_libraries(verbose: bool) -> None:
+    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads."""
     set_verbose(verbose)
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -102,16 +98,3 @@ def stderr_held():
             sys.stderr.buffer.write(held.read())
             sys.stderr.flush()
             raise
-
-
-def import_tensorflow() -> None:
-    """Loads TensorFlow and tensorflow-text's ops now (without the Keras a run never calls: see
-    models/tf_import.py), without their start-up lines when a command asked for quiet
-    (`configure(False)`; local worker processes inherit it through the environment; elsewhere,
-    on Dataflow say, TensorFlow loads as usual). Commands call it once their flags are checked,
-    the job's model handler before it loads the model."""
-    from beam_embed.models.tf_import import register_text_ops
-
-    quiet = "tensorflow" not in sys.modules and os.environ.get(VERBOSE_ENV) == "0"
-    with stderr_silenced() if quiet else contextlib.nullcontext():
-        register_text_ops()  # imports TensorFlow first

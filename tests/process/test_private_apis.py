@@ -1,4 +1,4 @@
-"""Each private API of pipeline/common/private_apis.py still there, with the signature and the
+"""Each private API of beam_embed/process/private_apis.py still there, with the signature and the
 behaviour relied on: a Beam or Python upgrade that changes one fails here, by name."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import inspect
 import apache_beam as beam
 import pytest
 
-from beam_embed.pipeline.common import private_apis
+from beam_embed.process import private_apis
 
 
 def _params(fn) -> list[str]:
@@ -54,7 +54,7 @@ def test_atexit_handlers_run_now_and_once():
 
     assert callable(getattr(atexit, "_run_exitfuncs", None)), "atexit._run_exitfuncs is gone"
     script = ("import atexit\n"
-              "from beam_embed.pipeline.common import private_apis\n"
+              "from beam_embed.process import private_apis\n"
               "ran = []\n"
               "atexit.register(ran.append, 1)\n"
               "private_apis.run_atexit_handlers()\n"

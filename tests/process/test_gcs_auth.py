@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
-from beam_embed.pipeline.common.gcs_auth import ANONYMOUS
+from beam_embed.process import exits
+from beam_embed.process.gcs_auth import ANONYMOUS
 from tests.gcs_emulator import GcsFolder
 from tests.job_helpers import parquet_rows
 
@@ -55,8 +55,8 @@ def no_credentials(tmp_path) -> dict:
 # may be a Compute Engine VM, whose firmware says so: it is made to say nothing.
 _CLIENT = """
 import sys, time
-from beam_embed.pipeline.common.quiet import configure
-configure(False)
+from beam_embed.process import set_up
+set_up([])
 from google.auth.compute_engine import _metadata
 _metadata._GCE_PRODUCT_NAME_FILE = "/nonexistent"
 from apache_beam.io.gcp.gcsio import create_storage_client
@@ -126,12 +126,12 @@ def test_an_emulator_is_used_anonymously_without_looking(no_credentials):
 
 def test_the_cli_set_up_imports_no_beam_until_a_command_needs_it(no_credentials):
     script = ("import sys\n"
-              "from beam_embed.pipeline.common.quiet import configure\n"
-              "configure(False)\n"
+              "from beam_embed.process import set_up\n"
+              "set_up([])\n"
               "print('apache_beam' in sys.modules)\n"
               "from apache_beam.io.filesystems import FileSystems\n"
               "from apache_beam.internal.gcp import auth\n"
-              "from beam_embed.pipeline.common import gcs_auth\n"
+              "from beam_embed.process import gcs_auth\n"
               "print(auth._Credentials._get_service_credentials is "
               "gcs_auth.service_credentials)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=no_credentials,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from beam_embed.pipeline.common.terminal import json_printable, printable
+from beam_embed.process.terminal import json_printable, printable
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -40,7 +40,7 @@ def test_json_text_decodes_to_the_same_value_and_prints_no_control():
 
 
 def test_log_lines_show_control_characters_and_keep_their_line_breaks(capsys):
-    from beam_embed.pipeline.common.log import log
+    from beam_embed.process.log import log
 
     log("skipped 'bad\x1b]0;title\x07.txt'\nsecond line")
     err = capsys.readouterr().err

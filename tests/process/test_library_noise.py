@@ -1,5 +1,5 @@
-"""`quiet.stderr_held`: a block's stderr (its subprocesses' included) is dropped when it
-succeeds and shown when it fails."""
+"""`stderr_held` (beam_embed.process.library_noise): a block's stderr (its subprocesses'
+included) is dropped when it succeeds and shown when it fails."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from beam_embed.pipeline.common.quiet import stderr_held
+from beam_embed.process.library_noise import stderr_held
 
 CHILD = [sys.executable, "-c", "import sys; sys.stderr.write('child noise\\n')"]
 

@@ -1,9 +1,9 @@
 """How a job's own process is tuned to start fast: the imports it refuses and its garbage
 collector held off until the run starts. The process entries of the job (`python -m
-beam_embed.pipeline.run`, `beam-embed run`) call `start_job_process`, and the run `resume_collector`; only
-there: a process that calls the job's `main` as a library (tests, notebooks) is left as it was.
-(How TensorFlow itself is imported lean, without Keras, is models/tf_import.py: the models load
-it that way in any process.)
+beam_embed.pipeline.run`, `beam-embed run`) start it through beam_embed.process.enter, and the
+run calls `resume_collector`; only there: a process that calls the job's `main` as a library
+(tests, notebooks) is left as it was. (How TensorFlow itself is imported lean, without Keras, is
+models/tf_import.py: the models load it that way in any process.)
 
 What a job's own process never imports.
 
@@ -39,34 +39,17 @@ was.
 from __future__ import annotations
 
 import gc
-import sys
+
+from beam_embed.process.imports import refuse
 
 NEVER_IMPORTED = ("pandas",)
 NOT_IN_LOCAL_RUNS = ("google.cloud.dataflow", "apache_beam.io.gcp.bigquery")
 
 
-class _Refuse:
-    """A meta path finder that fails the import of its names as if they were not installed
-    (a None entry in sys.modules would do for Beam, but pyarrow's shim reads sys.modules)."""
-
-    def __init__(self):
-        self.names: set[str] = set()
-
-    def find_spec(self, name, path=None, target=None):
-        if name in self.names:
-            raise ModuleNotFoundError(f"{name} is not imported in a beam-embed job's process",
-                                      name=name)
-        return None
-
-
 def refuse_unused_imports(local: bool = False) -> None:
     """Refuses NEVER_IMPORTED from now on, and NOT_IN_LOCAL_RUNS when the job runs `local`ly;
     a module already imported stays."""
-    refuse = next((f for f in sys.meta_path if isinstance(f, _Refuse)), None)
-    if refuse is None:
-        refuse = _Refuse()
-        sys.meta_path.insert(0, refuse)
-    refuse.names.update(NEVER_IMPORTED + (NOT_IN_LOCAL_RUNS if local else ()))
+    refuse(NEVER_IMPORTED + (NOT_IN_LOCAL_RUNS if local else ()))
 
 
 def pause_collector() -> None:

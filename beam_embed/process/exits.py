@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
-from beam_embed.pipeline.common.log import is_verbose
+from beam_embed.process.log import is_verbose
 
 OK = 0  # finished; every record accounted for
 FAILED = 1  # stopped by an error (disk full, an unreadable output, ...): one line names it
@@ -82,7 +82,7 @@ def exit_now(code: int | None) -> NoReturn:
     autograph for one removes the modules it generated in the temp folder (33 files an
     `export-model` left behind without them). Then log handlers and stdout/stderr are flushed,
     so no line is lost."""
-    from beam_embed.pipeline.common.private_apis import run_atexit_handlers
+    from beam_embed.process.private_apis import run_atexit_handlers
 
     run_atexit_handlers()  # what a normal exit calls
     logging.shutdown()
@@ -96,8 +96,8 @@ def exit_now(code: int | None) -> NoReturn:
 
 def exit_after(command: Callable[[], int | None]) -> NoReturn:
     """Runs `command` and ends the process with its code through exit_now. A SystemExit ends it
-    the same way: SIGTERM unwinds a run with one (beam_embed.pipeline.job.command.unwound_on_sigterm) once
-    its claim is released, and the step it stopped may leave a thread running that the
+    the same way: SIGTERM unwinds a run with one (the job's unwound_on_sigterm) once its claim is
+    released, and the step it stopped may leave a thread running that the
     interpreter's teardown would wait on for ever (Beam's state sampler, when the signal lands
     after its thread starts and before it is marked started)."""
     try:

@@ -1,5 +1,5 @@
 """A job's process holds its garbage collector off while it starts, and the run turns it back
-on with start-up's objects frozen (beam_embed.pipeline.common.lean_process)."""
+on with start-up's objects frozen (beam_embed.process.job_process)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import lean_process
+from beam_embed.process import job_process
 from tests.job_helpers import write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,10 +22,10 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 def test_resume_freezes_what_start_up_made_and_turns_the_collector_on():
     frozen = gc.get_freeze_count()
     try:
-        lean_process.pause_collector()
+        job_process.pause_collector()
         assert not gc.isenabled()
         made = [[i] for i in range(1000)]  # tracked objects made while paused
-        lean_process.resume_collector()
+        job_process.resume_collector()
         assert gc.isenabled()
         assert gc.get_freeze_count() >= frozen + len(made)
     finally:
@@ -35,7 +35,7 @@ def test_resume_freezes_what_start_up_made_and_turns_the_collector_on():
 
 def test_resume_leaves_a_running_collector_as_it_was():
     frozen = gc.get_freeze_count()
-    lean_process.resume_collector()
+    job_process.resume_collector()
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 

@@ -11,7 +11,7 @@ machine's firmware says it is a Compute Engine VM (then google-auth's own check 
 one line of the tool's own, and anonymous access. STORAGE_EMULATOR_HOST names a local emulator,
 which takes no credentials: anonymous at once, nothing looked up.
 
-`install()` runs at every process entry (beam_embed.pipeline.common.quiet.configure): it puts this look in
+`install()` runs at every process entry (beam_embed.process.set_up): it puts this look in
 place of Beam's when Beam's auth module loads, so a command that never touches Beam (its --help,
 a flag error) imports none of it. Beam keeps its lock and its one answer per process.
 """
@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 
-from beam_embed.pipeline.common.log import is_verbose, log
+from beam_embed.process.log import is_verbose, log
 
 AUTH_MODULE = "apache_beam.internal.gcp.auth"
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"  # google-cloud-storage's: the emulator's URL

@@ -1,4 +1,5 @@
-"""The tool's own lines on stderr, time-stamped, flushed at once (workers print progress too)."""
+"""The tool's own lines on stderr, time-stamped, flushed at once (workers print progress too),
+and whether the user asked for the libraries' lines as well (-v, BEAM_EMBED_VERBOSE)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import sys
 import time
 
-from beam_embed.pipeline.common.terminal import printable
+from beam_embed.process.terminal import printable
 
 VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
 
@@ -26,3 +27,10 @@ def set_verbose(on: bool = True) -> None:
 
 def is_verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "0") not in ("", "0", "false", "no")
+
+
+def quiet_asked() -> bool:
+    """A command's set-up ran without -v, in this process or in the one that started it (local
+    worker processes inherit the environment); False where none ran (a library caller that set
+    nothing up, a Dataflow worker)."""
+    return os.environ.get(VERBOSE_ENV) == "0"
