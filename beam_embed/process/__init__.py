@@ -18,8 +18,8 @@ nothing of beam_embed.pipeline or beam_embed.models, and nothing heavy at module
     blas.py           numpy's BLAS threads, limited around a block of work
     exits.py          the exit codes, Ctrl-C recorded, the process ended without teardown
                       (os._exit after the atexit handlers and a flush)
-    private_apis.py   the private APIs of Beam, argparse and atexit the project relies on,
-                      under public names, each tested
+    private_apis.py   every private API of Beam, google-auth, TF-Hub, argparse and atexit the
+                      project touches, under a public name, each tested
 
 May import: the standard library at module level; Beam, google-auth, threadpoolctl inside
 functions. Never beam_embed.pipeline or beam_embed.models (the .importlinter layers).

@@ -11,9 +11,10 @@ machine's firmware says it is a Compute Engine VM (then google-auth's own check 
 one line of the tool's own, and anonymous access. STORAGE_EMULATOR_HOST names a local emulator,
 which takes no credentials: anonymous at once, nothing looked up.
 
-`install()` runs at every process entry (beam_embed.process.set_up): it puts this look in
-place of Beam's when Beam's auth module loads, so a command that never touches Beam (its --help,
-a flag error) imports none of it. Beam keeps its lock and its one answer per process.
+`install()` runs at every process entry (beam_embed.process.set_up): it puts this look in place of
+Beam's when Beam's auth module loads, so a command that never touches Beam (its --help, a flag
+error) imports none of it. Beam keeps its lock and its one answer per process. What this touches
+of Beam and google-auth that they keep private goes through beam_embed.process.private_apis.
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ import os
 import sys
 
 from beam_embed.process.log import is_verbose, log
+from beam_embed.process.private_apis import (
+    BEAM_AUTH_MODULE,
+    beam_credentials,
+    gce_by_firmware,
+    gce_check_replaced,
+    metadata_server_answers,
+    replace_beam_credentials_look,
+)
 
-AUTH_MODULE = "apache_beam.internal.gcp.auth"
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"  # google-cloud-storage's: the emulator's URL
 CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
 ANONYMOUS = ("no Google Cloud credentials found; reading gs:// anonymously (set "
@@ -36,24 +44,22 @@ METADATA_TIMEOUT_S = 0.5
 
 
 def service_credentials(pipeline_options):
-    """What Beam's `_Credentials._get_service_credentials` returns: its adapter around the
-    credentials found, or None for anonymous access."""
+    """What Beam's own look returns: its adapter around the credentials found, or None for
+    anonymous access."""
     if os.environ.get(EMULATOR_ENV):
         return None
     import google.auth
-    from apache_beam.internal.gcp import auth
     from apache_beam.options.pipeline_options import GoogleCloudOptions
     from google.auth.exceptions import DefaultCredentialsError
 
     scopes = pipeline_options.view_as(GoogleCloudOptions).gcp_oauth_scopes
     try:
-        with _metadata_asked_once(), _google_auth_quiet():
+        with gce_check_replaced(_asked_once), _google_auth_quiet():
             credentials, _ = google.auth.default(scopes=scopes)
     except DefaultCredentialsError as e:
         log(_anonymous_because(e))
         return None
-    credentials = auth._Credentials._add_impersonation_credentials(credentials, pipeline_options)
-    return auth._ApitoolsCredentialsAdapter(credentials)
+    return beam_credentials(credentials, pipeline_options)
 
 
 def _anonymous_because(error: Exception) -> str:
@@ -65,27 +71,15 @@ def _anonymous_because(error: Exception) -> str:
             f"{cause}; reading gs:// anonymously")
 
 
-@contextlib.contextmanager
-def _metadata_asked_once():
+def _asked_once(request, own_check) -> bool:
     """google-auth asks the metadata server up to 3 times, 3 s each, before it concludes the
     machine is not on Google Cloud; here once, for METADATA_TIMEOUT_S, unless the firmware
     says Compute Engine (there its own check runs, retries included)."""
-    from google.auth.compute_engine import _metadata
-
-    check = _metadata.is_on_gce
-
-    def is_on_gce(request) -> bool:
-        if os.environ.get("NO_GCE_CHECK") == "true":  # google-auth's own switch
-            return False
-        if _metadata.detect_gce_residency_linux():
-            return check(request)
-        return _metadata.ping(request, timeout=METADATA_TIMEOUT_S, retry_count=1)
-
-    _metadata.is_on_gce = is_on_gce
-    try:
-        yield
-    finally:
-        _metadata.is_on_gce = check
+    if os.environ.get("NO_GCE_CHECK") == "true":  # google-auth's own switch
+        return False
+    if gce_by_firmware():
+        return own_check(request)
+    return metadata_server_answers(request, METADATA_TIMEOUT_S)
 
 
 @contextlib.contextmanager
@@ -105,20 +99,14 @@ def _google_auth_quiet():
 def patch(module) -> bool:
     """Puts service_credentials in place of Beam's look in its auth `module`; False (Beam's
     own kept) without google-auth or when Beam no longer looks the way this expects."""
-    credentials = getattr(module, "_Credentials", None)
-    if not getattr(module, "_GOOGLE_AUTH_AVAILABLE", False) or \
-            not hasattr(credentials, "_get_service_credentials") or \
-            not hasattr(credentials, "_add_impersonation_credentials"):
-        return False
-    credentials._get_service_credentials = staticmethod(service_credentials)
-    return True
+    return replace_beam_credentials_look(module, service_credentials)
 
 
 class _PatchOnLoad:
     """A meta path finder that lets Beam's auth module load as usual, then patches it."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != AUTH_MODULE:
+        if name != BEAM_AUTH_MODULE:
             return None
         sys.meta_path.remove(self)  # once; and the real finders find the module
         from importlib.util import find_spec
@@ -138,7 +126,7 @@ class _PatchOnLoad:
 
 def install() -> None:
     """Beam's credentials look replaced, now if its auth module is loaded, else when it loads."""
-    module = sys.modules.get(AUTH_MODULE)
+    module = sys.modules.get(BEAM_AUTH_MODULE)
     if module is not None:
         patch(module)
     elif not any(isinstance(f, _PatchOnLoad) for f in sys.meta_path):

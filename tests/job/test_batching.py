@@ -53,11 +53,11 @@ def test_every_element_once_within_budgets_and_a_bounded_buffer():
 
 def test_batches_of_a_window_are_length_sorted_like_beams():
     """With the window as big as the bundle, the batches are exactly Beam's."""
-    from apache_beam.transforms.util import _SortAndBatchElementsDoFn
+    from beam_embed.process.private_apis import sort_and_batch_dofn
 
     elements = list(enumerate(_sizes(700, seed=1)))
     ours, _ = _run_dofn(elements, window=10_000)
-    beams = _SortAndBatchElementsDoFn(1, 16, 400, lambda e: e[1])
+    beams = sort_and_batch_dofn()(1, 16, 400, lambda e: e[1])
     beams.start_bundle()
     for e in elements:
         beams.process(e)

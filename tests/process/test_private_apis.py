@@ -1,5 +1,6 @@
 """Each private API of beam_embed/process/private_apis.py still there, with the signature and the
-behaviour relied on: a Beam or Python upgrade that changes one fails here, by name."""
+behaviour relied on: a Beam, google-auth, TF-Hub or Python upgrade that changes one fails here,
+by name."""
 
 from __future__ import annotations
 
@@ -87,9 +88,12 @@ def test_sort_and_batch_dofn_sorts_its_buffer_into_batches_at_bundle_end():
     fn.start_bundle()
     for element in ("ccc", "a", "bb", "dddd"):
         fn.process(element)
-    assert fn._buffer == ["ccc", "a", "bb", "dddd"]  # the job's subclass reads and sets it
+    assert private_apis.batch_buffer(fn) == ["ccc", "a", "bb", "dddd"]
     batches = [wv.value for wv in fn.finish_bundle()]
     assert batches == [["a", "bb"], ["ccc", "dddd"]]
+    private_apis.set_batch_buffer(fn, ["eee"])  # what the job's subclass carries over
+    fn.process("f")
+    assert [wv.value for wv in fn.finish_bundle()] == [["f", "eee"]]
 
 
 def test_masked_crc32c_is_tfrecords():
@@ -131,15 +135,157 @@ def test_worker_command_lines_are_where_the_prefix_goes(monkeypatch):
 def test_dataflow_client_pieces_the_offline_client_sets():
     from apache_beam.runners.dataflow.internal import apiclient
 
-    assert isinstance(private_apis.dataflow_environment_major_version(), str)
     source = inspect.getsource(apiclient.DataflowApplicationClient.__init__)
     for name in ("standard_options", "google_cloud_options", "_enable_caching",
                  "_root_staging_location", "environment_version", "_sdk_image_overrides"):
-        assert f"self.{name}" in source, name  # what pipeline/job/dataflow/offline.py sets
-    assert callable(apiclient.DataflowApplicationClient._get_sdk_image_overrides)
+        assert f"self.{name}" in source, name  # what the offline client sets in its place
+    assert "_FNAPI_ENVIRONMENT_MAJOR_VERSION" in source
+    assert _params(apiclient.DataflowApplicationClient.stage_file_with_retry)[:4] == [
+        "self", "gcs_or_local_path", "file_name", "stream_or_path"]
+
+
+def test_the_offline_dataflow_client_describes_a_job_and_uploads_nothing():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.portability.api import beam_runner_api_pb2
+    from apache_beam.runners.dataflow.internal import apiclient
+    from apache_beam.transforms import environments
+
+    options = PipelineOptions([
+        "--project=p", "--region=us-central1", "--temp_location=gs://a-bucket/tmp",
+        "--staging_location=gs://a-bucket/staging", "--sdk_location=container",
+        "--sdk_harness_container_image_overrides=.*beam_python.*,example.com/beam:x"])
+    p = beam.Pipeline()  # the launcher's own runner: nothing validated online
+    _ = p | beam.Create([1, 2]) | beam.Map(str)
+    job = apiclient.Job(options, p.to_runner_api(
+        default_environment=environments.DockerEnvironment.from_container_image(
+            "apache/beam_python3.11_sdk:2.77.0")))
+    staged = []
+    client = private_apis.offline_dataflow_client(options, "gs://a-bucket/staging",
+                                                  lambda *upload: staged.append(upload))
+    client.create_job_description(job)
+    assert [name for _, name, _ in staged] == ["pipeline.pb"]
+    folder, _, stream = staged[0]
+    assert folder.startswith("gs://a-bucket/staging/")
+    assert beam_runner_api_pb2.Pipeline.FromString(stream.getvalue()) == job.proto_pipeline
+    images = [beam_runner_api_pb2.DockerPayload.FromString(e.payload).container_image
+              for e in job.proto_pipeline.components.environments.values()]
+    assert images == ["example.com/beam:x"]  # the overrides the offline constructor read
+    assert dict(job.proto.environment.version)["major"]
+    with pytest.raises(AssertionError, match="never uploads"):
+        client.stage_file("gs://a-bucket/x", "f", b"")
+
+
+def test_beams_unpickler_reads_what_beam_pickled():
+    from apache_beam.internal import pickler
+
+    fn = beam.Map(lambda x: x + 1).fn
+    assert private_apis.unpickle(pickler.dumps(fn)).process(1) == [2]
 
 
 @pytest.mark.parametrize("path, remote", [("gs://b/sdk.tar.gz", True), ("/tmp/sdk.tar.gz", False),
                                           ("default", False)])
 def test_the_stagers_remote_paths(path, remote):
     assert private_apis.is_remote_path(path) is remote
+
+
+# Beam's gs:// credentials look
+
+
+def test_beams_credentials_look_is_replaced_where_its_lock_calls_it(monkeypatch):
+    from apache_beam.internal.gcp import auth
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    assert private_apis.BEAM_AUTH_MODULE == auth.__name__
+    credentials = auth._Credentials
+    assert "cls._get_service_credentials(pipeline_options)" in inspect.getsource(
+        credentials.get_service_credentials)
+    for name in ("_get_service_credentials", "_credentials", "_credentials_init"):
+        monkeypatch.setattr(credentials, name, getattr(credentials, name))  # restored after
+    monkeypatch.setattr(credentials, "_credentials_init", False)
+    asked = []
+    assert private_apis.replace_beam_credentials_look(
+        auth, lambda options: asked.append(options) or "found")
+    options = PipelineOptions([])
+    assert auth.get_service_credentials(options) == "found"
+    assert auth.get_service_credentials(options) == "found" and asked == [options]  # once
+
+
+def test_beams_credentials_look_is_kept_where_beam_changed():
+    import types
+
+    changed = types.SimpleNamespace(_GOOGLE_AUTH_AVAILABLE=True,
+                                    _Credentials=type("C", (), {"_get_service_credentials": 1}))
+    assert not private_apis.replace_beam_credentials_look(changed, print)
+    assert changed._Credentials._get_service_credentials == 1
+
+
+def test_beams_credentials_come_in_its_adapter_impersonating_when_asked():
+    from apache_beam.internal.gcp import auth
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from google.auth import credentials as ga_credentials
+    from google.auth import impersonated_credentials
+
+    plain = ga_credentials.AnonymousCredentials()
+    adapted = private_apis.beam_credentials(plain, PipelineOptions([]))
+    assert isinstance(adapted, auth._ApitoolsCredentialsAdapter)
+    assert adapted.get_google_auth_credentials() is plain
+    adapted = private_apis.beam_credentials(plain, PipelineOptions(
+        ["--impersonate_service_account", "a@p.iam.gserviceaccount.com"]))
+    inner = adapted.get_google_auth_credentials()
+    assert isinstance(inner, impersonated_credentials.Credentials)
+    assert inner.service_account_email == "a@p.iam.gserviceaccount.com"
+
+
+# google-auth
+
+
+def test_google_auths_gce_check_is_replaced_for_the_block_only():
+    from google.auth import _default
+    from google.auth.compute_engine import _metadata
+
+    assert "_metadata.is_on_gce(request=request)" in inspect.getsource(_default)
+    own = _metadata.is_on_gce
+    seen = []
+    with private_apis.gce_check_replaced(lambda request, check: seen.append(check) or True):
+        assert _metadata.is_on_gce(request="r") is True
+    assert _metadata.is_on_gce is own and seen == [own]
+
+
+def test_the_firmware_is_read_and_the_metadata_server_asked_once():
+    import types
+
+    from google.auth import exceptions
+    from google.auth.compute_engine import _metadata
+
+    assert isinstance(private_apis.gce_by_firmware(), bool)  # reads a file, asks no one
+    assert _params(_metadata.ping) == ["request", "timeout", "retry_count"]
+    tried = []
+
+    def refused(**kwargs):  # google-auth's transport, where no metadata server listens
+        tried.append(kwargs["timeout"])
+        raise exceptions.TransportError("connection refused")
+
+    assert private_apis.metadata_server_answers(refused, 0.25) is False
+    assert tried == [0.25]  # one try, for the time given
+
+    def answers(**kwargs):
+        return types.SimpleNamespace(status=200, headers={"metadata-flavor": "Google"})
+
+    assert private_apis.metadata_server_answers(answers, 0.25) is True
+
+
+# TF-Hub
+
+
+def test_tf_hub_marks_and_reads_the_same_attribute():
+    """Read from TF-Hub's sources: importing tensorflow_hub imports all of Keras 2."""
+    import importlib.util
+    from pathlib import Path
+
+    folder = Path(importlib.util.find_spec("tensorflow_hub").submodule_search_locations[0])
+    assert "obj._is_hub_module_v1 = is_hub_module_v1" in (folder / "module_v2.py").read_text()
+    assert 'getattr(self._func, "_is_hub_module_v1", False)' in (
+        folder / "keras_layer.py").read_text()
+    loaded = type("Loaded", (), {})()
+    private_apis.mark_hub_module_v1(loaded, True)
+    assert loaded._is_hub_module_v1 is True
