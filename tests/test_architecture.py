@@ -51,6 +51,21 @@ def test_imports_no_tensorflow(what, tmp_path):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [], f"{what} imports TensorFlow"
 
 
+def test_the_process_package_imports_nothing_heavy(tmp_path):
+    """beam_embed.process is below everything, --help included: every module of it imports
+    neither TensorFlow, Beam, numpy, pyarrow nor google-auth when it is imported."""
+    code = ("import importlib, json, pkgutil, sys\n"
+            "import beam_embed.process as p\n"
+            "for m in pkgutil.iter_modules(p.__path__):\n"
+            "    importlib.import_module(f'beam_embed.process.{m.name}')\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow',\n"
+            "    'apache_beam', 'numpy', 'pyarrow', 'keras'} | {'google.auth'} & set(sys.modules))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120, env={"PYTHONPATH": ":".join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
 def test_registry_precisions_are_the_exported_graphs():
     from beam_embed.models.choices import PRECISIONS
     from beam_embed.models.encoders import KINDS
