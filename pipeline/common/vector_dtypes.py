@@ -123,10 +123,6 @@ class StoredVectors:
         rows = np.frombuffer(b"".join(values), numpy)
         return rows.reshape(len(values), -1)
 
-    def manifest(self) -> dict:
-        """The pooling entry's keys for this storage (int8: its ranges)."""
-        return {"scale": list(self.scale), "offset": list(self.offset)} if self.scale else {}
-
 
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
               name: str = "vector") -> np.ndarray:

@@ -12,7 +12,14 @@ import time
 
 import apache_beam as beam
 
-from beam_embed.pipeline.common.manifest import DUPLICATE_EXAMPLE, JobManifest
+from beam_embed.pipeline.common.manifest import (
+    DUPLICATE_EXAMPLE,
+    InputsEntry,
+    JobManifest,
+    ModelEntry,
+    PoolingEntry,
+    TokensEntry,
+)
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.common.versions import installed_version
@@ -58,26 +65,26 @@ def manifest_base(cfg, widths, files, stored=()) -> JobManifest:
     width = dict(widths)
     token_level = spec.granularity == "token"
     poolings = [] if token_level else spec.parsed_poolings()
-    ranges = {column: s.manifest() for (column, _), s in zip(widths, stored)}
+    ranges = {column: (s.scale or None, s.offset or None)
+              for (column, _), s in zip(widths, stored)}
     return JobManifest(
         granularity=spec.granularity,
-        tokens={"layer": spec.token_layer or kind.default_token_layer,
-                "unit": spec.token_unit if spec.token_unit in kind.token_units
-                else kind.token_units[0],
-                "dtype": spec.token_dtype, "width": width["vectors"]} if token_level else None,
-        model={"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
-               "preprocessor": spec.preprocessor,
-               "fingerprint": spec.fingerprint(),
-               "max_seq_length": spec.max_seq_length,
-               "long_text": spec.long_text, "precision": spec.precision},
-        poolings=[{"name": p.spec, "column": p.column, "width": width[p.column],
-                   "normalize": spec.normalize, **ranges.get(p.column, {})} for p in poolings],
+        tokens=TokensEntry(
+            layer=spec.token_layer or kind.default_token_layer,
+            unit=spec.token_unit if spec.token_unit in kind.token_units else kind.token_units[0],
+            dtype=spec.token_dtype, width=width["vectors"]) if token_level else None,
+        model=ModelEntry(name=spec.name, kind=spec.kind, encoder=spec.encoder,
+                         preprocessor=spec.preprocessor, fingerprint=spec.fingerprint(),
+                         max_seq_length=spec.max_seq_length, long_text=spec.long_text,
+                         precision=spec.precision),
+        poolings=tuple(PoolingEntry(p.spec, p.column, width[p.column], spec.normalize,
+                                    *ranges.get(p.column, (None, None))) for p in poolings),
         vector_dtype=cfg.vector_dtype,
         formats=list(cfg.formats),
         text_column=cfg.include_text,
         metadata_columns=list(cfg.metadata_fields),
-        inputs={"patterns": list(cfg.inputs), "files": len(files),
-                "bytes": sum(size for _, size in files), "split": cfg.split},
+        inputs=InputsEntry(patterns=tuple(cfg.inputs), files=len(files),
+                           bytes=sum(size for _, size in files), split=cfg.split),
         versions={"beam": beam.__version__, "tensorflow": tf.__version__,
                   "tensorflow_text": installed_version("tensorflow-text"),
                   "python": platform.python_version()},
@@ -107,7 +114,7 @@ def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
                              dtype=cfg.encoder.token_dtype)
     else:
         schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text, tuple(stored))
-    written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).writer_class()(
+    written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).write(
         cfg.output, schema, cfg.num_shards, in_bundles=not spread) for fmt in cfg.formats]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output, not spread))

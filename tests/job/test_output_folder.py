@@ -18,7 +18,7 @@ import pytest
 
 from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import CLAIM, Holder
-from beam_embed.pipeline.common.manifest import load_embedding_set
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.job.command import main
 from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
@@ -205,12 +205,12 @@ def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, 
 def _full_disk_fallback(monkeypatch) -> None:
     """Where no tmpfs can be mounted: every shard write fails with ENOSPC, no file named, the
     way a full disk fails it."""
-    from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+    from beam_embed.pipeline.common.output_formats.sink import FormatSink
 
     def full(self, handle, table):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(ParquetBatchSink, "write_record", full)
+    monkeypatch.setattr(FormatSink, "write_record", full)
 
 
 def _one_error(err: str) -> str:
