@@ -23,7 +23,9 @@ TF_FREE = {
     "the CLI": "import beam_embed.pipeline.cli",
     "run's option parser": "from beam_embed.pipeline.job.options import parse\n"
                            "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
-    "run's flag check": "from beam_embed.pipeline.job import config\nconfig.from_flags",
+    "run's settings": "from beam_embed.pipeline.job.settings import RunSettings\n"
+                      "RunSettings(pooling='mean,cls', format='parquet')\n"
+                      "from beam_embed.pipeline.job import resolved",
     "pca's option parser": "from beam_embed.pipeline.pca.command import parse_args\n"
                            "parse_args(['--input', 'a', '--output', 'b'])",
     "search's option parser": "from beam_embed.pipeline.search.command import parse_args\n"

@@ -76,17 +76,16 @@ class RunSettings(Settings):
                        "(the module's own split on spaces)")
     granularity: str = setting(
         "sentence", choices=GRANULARITIES,
-        help="`sentence` (one vector per pooling) or `token` (tokens, offsets and one vector "
-             "per token)")
+        help="sentence: one vector per pooling; token: tokens, offsets and one vector per token")
     token_layer: str | None = setting(
         None, help="token vectors from this layer: BERT index (default -1), ELMo output name "
                    "(default elmo)")
     token_unit: str = setting(
         "word", choices=TOKEN_UNITS,
-        help="BERT token unit: `word` (mean of its pieces) or `wordpiece`")
+        help="the BERT token unit (word: the mean of its pieces)")
     token_dtype: str = setting(
         "float32", choices=TOKEN_DTYPES,
-        help="token vectors in Parquet: float16 is half the size")
+        help="token vectors in Parquet (float16: half the size)")
     vector_dtype: str = setting(
         "float32", choices=VECTOR_DTYPES,
         help="how sentence vectors are stored (float16: half the size; int8: a quarter, "
@@ -106,9 +105,9 @@ class RunSettings(Settings):
         512, check=positive, help="most texts in one inference batch, whatever the token budget")
     precision: str | None = setting(
         None, choices=PRECISIONS,
-        help="encoder compute precision: fp32 (exact; the default), bf16 (CPUs with AMX/AVX-512 "
-             "bf16, GPUs, TPUs (their default); ~3-4x faster on AMX, cosine to fp32 > 0.9999) "
-             "or fp16 (GPUs); bf16/fp16 need an export-model encoder")
+        help="the encoder's compute precision: fp32 exact (the default); bf16 on CPUs with "
+             "AMX/AVX-512 bf16, GPUs, TPUs (their default), ~3-4x faster on AMX, cosine to fp32 "
+             "> 0.9999; fp16 on GPUs; bf16/fp16 need an export-model encoder")
     accelerator: str = setting(
         "auto", choices=ACCELERATORS,
         help="auto (TensorFlow's placement: a visible GPU, else the CPU), gpu (refused without "
