@@ -212,7 +212,7 @@ def worker_job(args) -> dict:
                    "apache_beam.pipeline": pipeline})
     importlib.import_module("beam_embed.pipeline.common.quiet").configure(False)
     # the job process's entry, as `beam-embed run` sets it up
-    read = importlib.import_module("beam_embed.pipeline.job.early").job_process(job_args)
+    read = importlib.import_module("beam_embed.pipeline.job.warm_start").job_process(job_args)
     command = importlib.import_module("beam_embed.pipeline.job.command")  # an entry point: imports little
     marks["imports"] = time.time()
     code = command.main(job_args, read=read)

@@ -30,8 +30,8 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.common.manifest import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402
 from beam_embed.pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
 from beam_embed.pipeline.search.scan import parquet_blocks, top_k  # noqa: E402

@@ -7,8 +7,8 @@ import importlib
 import sys
 from typing import NoReturn
 
+from beam_embed.pipeline.common.command_line import hint
 from beam_embed.pipeline.common.exits import exit_after
-from beam_embed.pipeline.common.flags import hint
 from beam_embed.pipeline.common.quiet import configure, verbose_requested
 
 # Every command is a module with main(argv) -> exit code.
@@ -69,11 +69,11 @@ def main(argv: list[str] | None = None, **kwargs) -> int:
 def entry() -> NoReturn:
     """The `beam-embed` console script: main, then the process ends without the interpreter's
     teardown of TensorFlow and Beam (beam_embed.pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
-    `run` process is set up as the job's own (beam_embed.pipeline.job.early.job_process), and
+    `run` process is set up as the job's own (beam_embed.pipeline.job.warm_start.job_process), and
     its argv read there is handed to the command."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
-        from beam_embed.pipeline.job.early import job_process
+        from beam_embed.pipeline.job.warm_start import job_process
 
         read = job_process(argv[1:])
         exit_after(lambda: main(argv, read=read))

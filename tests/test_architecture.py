@@ -21,7 +21,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
 """
 TF_FREE = {
     "the CLI": "import beam_embed.pipeline.cli",
-    "run's option parser": "from beam_embed.pipeline.job.options import parse\n"
+    "run's option parser": "from beam_embed.pipeline.job.beam_options import parse\n"
                            "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
     "run's settings": "from beam_embed.pipeline.job.settings import RunSettings\n"
                       "RunSettings(pooling='mean,cls', format='parquet')\n"
@@ -54,7 +54,7 @@ def test_imports_no_tensorflow(what, tmp_path):
 
 
 def test_registry_precisions_are_the_exported_graphs():
-    from beam_embed.models.choices import PRECISIONS
+    from beam_embed.models.encoder_choices import PRECISIONS
     from beam_embed.models.encoders import KINDS
     from beam_embed.models.export.bert_encoder import LOW_PRECISIONS
 

@@ -1,8 +1,8 @@
 """The embedding job: `beam-embed run` / `python -m beam_embed.pipeline.run`.
 
-main(argv) -> help (no Beam, no TensorFlow) -> argv read once into RunSettings, checked (flags.py,
+main(argv) -> help (no Beam, no TensorFlow) -> argv read once into RunSettings, checked (argv.py,
 settings.py) -> with only the job's own flags, the encoder's warm-up starts on a thread before
-Beam is imported (early.py) -> Beam's PipelineOptions (options.py), the output folder checked (no
+Beam is imported (warm_start.py) -> Beam's PipelineOptions (beam_options.py), the output folder checked (no
 data read) -> the encoder's spec (resolved.py), its warm-up started (models/warm_up.py) unless it
 did -> claim the output folder -> probe the model and check its limits -> build_pipeline(p, run)
 into the run's staging folder -> run -> publish (swap the complete run in) -> summary and exit
@@ -21,7 +21,7 @@ import threading
 from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
 from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.job.flags import JobArgv, print_help, read_job_argv
+from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 
 PROG = "beam-embed run"
 
@@ -33,18 +33,18 @@ def _bad_config(e: ValueError) -> int:
 
 @one_line_errors(PROG)
 def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
-    """`read`: argv as the process's entry read it (beam_embed.pipeline.job.early.job_process),
+    """`read`: argv as the process's entry read it (beam_embed.pipeline.job.warm_start.job_process),
     else it is read here."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in argv):
         print_help()
         return exits.OK
     if "--help-beam" in argv:
-        from beam_embed.pipeline.common.flags import beam_flags
+        from beam_embed.pipeline.common.command_line import beam_flags
 
         beam_flags()[0].print_help()
         return exits.OK
-    from beam_embed.pipeline.job.early import start_warm_up
+    from beam_embed.pipeline.job.warm_start import start_warm_up
 
     try:
         job = read or read_job_argv(argv)  # read once: the job's settings, and what is Beam's
@@ -54,12 +54,12 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     from beam_embed.models.hub_loader import is_remote
     from beam_embed.pipeline.common.manifest import JOB, make_folder
     from beam_embed.pipeline.common.staging import check_output
-    from beam_embed.pipeline.job.options import beam_options
+    from beam_embed.pipeline.job.beam_options import beam_options
     from beam_embed.pipeline.job.resolved import check_accelerator, resolve
 
     try:
         options = beam_options(job)
-        from beam_embed.pipeline.job.dataflow.options import dry_run_requested
+        from beam_embed.pipeline.job.dataflow.dry_run_options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
             from beam_embed.pipeline.job.dry_run import dry_run

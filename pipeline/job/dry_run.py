@@ -28,8 +28,8 @@ from beam_embed.pipeline.job.calibration import vector_storage
 from beam_embed.pipeline.job.dataflow import shipping
 from beam_embed.pipeline.job.dataflow.checks import launch_warnings
 from beam_embed.pipeline.job.dataflow.describe import describe
+from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions
 from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
-from beam_embed.pipeline.job.dataflow.options import DryRunOptions
 from beam_embed.pipeline.job.resolved import resolve
 from beam_embed.pipeline.job.reuse import unread_previous
 from beam_embed.pipeline.job.settings import RunSettings

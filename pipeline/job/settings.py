@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.choices import (
+from beam_embed.models.encoder_choices import (
     ACCELERATORS,
     GRANULARITIES,
     LONG_TEXT_MODES,
@@ -23,8 +23,8 @@ from beam_embed.models.choices import (
     TOKEN_UNITS,
 )
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES
 from beam_embed.pipeline.common.setting_fields import Settings, flag, positive, setting
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 
 INPUT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "tfrecord")  # job.formats.READERS
 SPLIT_MODES = ("none", "sentences")

@@ -2,7 +2,7 @@
 
 `--config FILE.yaml` supplies flags as keys (underscored names); flags on the command line win.
 Unknown flags or keys are errors (Beam itself only warns and drops them). The job reads its own
-flags into RunSettings (flags.py, read once); Beam gets the whole argv too, so its options (and a
+settings into RunSettings (argv.py, read once); Beam gets the whole argv too, so its options (and a
 Dataflow job's) list the job's flags.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_embed.pipeline.common.flags import beam_flags, check_beam_args
-from beam_embed.pipeline.job.dataflow.options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
-from beam_embed.pipeline.job.flags import JobArgv, add_job_flags, config_argv, read_job_argv
+from beam_embed.pipeline.common.command_line import beam_flags, check_beam_args
+from beam_embed.pipeline.job.argv import JobArgv, add_job_flags, config_argv, read_job_argv
+from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
 
 PROG = "beam-embed run"
 

@@ -1,4 +1,4 @@
-"""The job's own settings read once without Beam (pipeline/job/flags.py, early.py): the values
+"""The job's own settings read once without Beam (pipeline/job/argv.py, warm_start.py): the values
 Beam's parser reads, the plain case told from everything else, and the warm-up it starts before
 Beam's import being the one the run then uses."""
 
@@ -11,10 +11,10 @@ import os
 import pytest
 
 from beam_embed.models import warm_up
-from beam_embed.pipeline.job.early import start_warm_up
-from beam_embed.pipeline.job.flags import add_job_flags, read_job_argv
-from beam_embed.pipeline.job.options import EmbedOptions, beam_options, parse
+from beam_embed.pipeline.job.argv import add_job_flags, read_job_argv
+from beam_embed.pipeline.job.beam_options import EmbedOptions, beam_options, parse
 from beam_embed.pipeline.job.settings import RunSettings
+from beam_embed.pipeline.job.warm_start import start_warm_up
 from tests.job_helpers import parquet_rows, write_lines
 
 

@@ -20,7 +20,7 @@ import os
 
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.models.spec import EncoderSpec
-from beam_embed.pipeline.job.flags import JobArgv, read_job_argv
+from beam_embed.pipeline.job.argv import JobArgv, read_job_argv
 from beam_embed.pipeline.job.settings import RunSettings
 
 

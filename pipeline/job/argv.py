@@ -1,7 +1,7 @@
 """A run's argv read once, without Beam (`read_job_argv`): `--config`'s keys first, the command
 line winning, into RunSettings (settings.py, whose fields the job's flags are made from); what is
 left (Beam's options, a config's keys for Beam) is checked and handed to Beam's PipelineOptions
-by options.py. `EmbedOptions` (options.py) adds the same flags to Beam's parser, and
+by beam_options.py. `EmbedOptions` (beam_options.py) adds the same flags to Beam's parser, and
 `beam-embed run --help` prints them from a plain one, so help needs neither Beam nor TensorFlow
 (a test checks).
 """
@@ -12,17 +12,17 @@ import argparse
 import dataclasses
 import os
 
-from beam_embed.pipeline.common.errors import one_line
-from beam_embed.pipeline.common.flags import (
+from beam_embed.pipeline.common.command_line import (
     SPELLING_NOTE,
     VERBOSE_HELP,
     FlagError,
     HelpFormatter,
     hint,
 )
+from beam_embed.pipeline.common.errors import one_line
 from beam_embed.pipeline.common.setting_fields import add_flags
 from beam_embed.pipeline.job import settings
-from beam_embed.pipeline.job.dataflow.flags import add_dry_run_flags
+from beam_embed.pipeline.job.dataflow.dry_run_flags import add_dry_run_flags
 from beam_embed.pipeline.job.settings import RunSettings
 
 BEAM_NOTE = """\
@@ -44,7 +44,7 @@ def add_job_flags(parser) -> frozenset[str]:
 
 def help_parser() -> argparse.ArgumentParser:
     """The parser `beam-embed run --help` prints: the job's flags, --config, the dry run's, and
-    where Beam's are. (Parsing itself goes through Beam's parser: options.py.)"""
+    where Beam's are. (Parsing itself goes through Beam's parser: beam_options.py.)"""
     parser = argparse.ArgumentParser(
         prog="beam-embed run", usage="beam-embed run [flags] [Beam options]",
         formatter_class=HelpFormatter, add_help=False, epilog=BEAM_NOTE,
@@ -131,7 +131,7 @@ class _JobParser(argparse.ArgumentParser):
 @dataclasses.dataclass(frozen=True)
 class JobArgv:
     """A run's argv, read once. `settings` is None when the job's parser or a check refused a
-    value: `error`, which options.py raises after the checks that come first (a config key or
+    value: `error`, which beam_options.py raises after the checks that come first (a config key or
     flag unknown to Beam too)."""
     argv: tuple[str, ...]  # without --config
     config_path: str | None
