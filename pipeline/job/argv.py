@@ -131,8 +131,8 @@ class _JobParser(argparse.ArgumentParser):
 @dataclasses.dataclass(frozen=True)
 class JobArgv:
     """A run's argv, read once. `settings` is None when the job's parser or a check refused a
-    value: `error`, which beam_options.py raises after the checks that come first (a config key or
-    flag unknown to Beam too)."""
+    value: `error`, which beam_options.py raises after the checks that come first (a config key
+    or flag unknown to Beam too)."""
     argv: tuple[str, ...]  # without --config
     config_path: str | None
     config: dict  # the --config file's keys, in its order

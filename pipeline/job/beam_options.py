@@ -12,7 +12,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.pipeline.common.command_line import beam_flags, check_beam_args
 from beam_embed.pipeline.job.argv import JobArgv, add_job_flags, config_argv, read_job_argv
-from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions  # noqa: F401  (its flags join Beam's parser)
+
+# DryRunOptions' flags join Beam's parser once it is imported
+from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions  # noqa: F401
 
 PROG = "beam-embed run"
 

@@ -2,11 +2,12 @@
 
 main(argv) -> help (no Beam, no TensorFlow) -> argv read once into RunSettings, checked (argv.py,
 settings.py) -> with only the job's own flags, the encoder's warm-up starts on a thread before
-Beam is imported (warm_start.py) -> Beam's PipelineOptions (beam_options.py), the output folder checked (no
-data read) -> the encoder's spec (resolved.py), its warm-up started (models/warm_up.py) unless it
-did -> claim the output folder -> probe the model and check its limits -> build_pipeline(p, run)
-into the run's staging folder -> run -> publish (swap the complete run in) -> summary and exit
-code (beam_embed.pipeline.common.exits). `--dry-run` builds the same job and describes it.
+Beam is imported (warm_start.py) -> Beam's PipelineOptions (beam_options.py), the output folder
+checked (no data read) -> the encoder's spec (resolved.py), its warm-up started
+(models/warm_up.py) unless it did -> claim the output folder -> probe the model and check its
+limits -> build_pipeline(p, run) into the run's staging folder -> run -> publish (swap the
+complete run in) -> summary and exit code (beam_embed.pipeline.common.exits). `--dry-run` builds
+the same job and describes it.
 """
 
 from __future__ import annotations

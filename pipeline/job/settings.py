@@ -54,7 +54,8 @@ class RunSettings(Settings):
         (), repeat=True, help="file pattern (repeatable; local, gs://, .gz/.bz2). "
                               "Default: the bundled sample corpus")
     input_format: str | None = setting(
-        None, choices=INPUT_FORMATS, help="the inputs' format (default: from each file's extension)")
+        None, choices=INPUT_FORMATS,
+        help="the inputs' format (default: from each file's extension)")
     text_field: str = setting("text", help="JSON/CSV/Parquet/TFRecord field with the text")
     id_field: str | None = setting(None, help="field with a stable id (default path:line)")
     metadata_fields: tuple[str, ...] = setting(
