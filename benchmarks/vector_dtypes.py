@@ -30,9 +30,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.common.embedding_set import load_embedding_set  # noqa: E402
 from beam_embed.pipeline.common.output_formats import output_format  # noqa: E402
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402
 from beam_embed.pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
 from beam_embed.pipeline.search.scan import top_k, vector_blocks  # noqa: E402

@@ -7,8 +7,8 @@ import importlib
 import sys
 from typing import NoReturn
 
+from beam_embed.pipeline.common.command_line import hint
 from beam_embed.pipeline.common.exits import exit_after
-from beam_embed.pipeline.common.flags import hint
 from beam_embed.pipeline.common.quiet import configure, verbose_requested
 
 # Every command is a module with main(argv) -> exit code.
@@ -41,7 +41,9 @@ def usage() -> str:
         "  --version       the installed version"])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, **kwargs) -> int:
+    """`kwargs`: what the command's main takes beside argv (`run`: `read`, its argv as the
+    process's entry read it)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         print(usage(), file=sys.stderr)
@@ -61,18 +63,20 @@ def main(argv: list[str] | None = None) -> int:
             " (beam-embed --help lists them)", file=sys.stderr)
         return 2
     configure(verbose_requested(rest))  # before any command imports TensorFlow
-    return importlib.import_module(COMMANDS[name][0]).main(rest) or 0
+    return importlib.import_module(COMMANDS[name][0]).main(rest, **kwargs) or 0
 
 
 def entry() -> NoReturn:
     """The `beam-embed` console script: main, then the process ends without the interpreter's
     teardown of TensorFlow and Beam (beam_embed.pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
-    `run` process is set up as the job's own (beam_embed.pipeline.job.early.job_process)."""
+    `run` process is set up as the job's own (beam_embed.pipeline.job.warm_start.job_process), and
+    its argv read there is handed to the command."""
     argv = sys.argv[1:]
     if argv[:1] == ["run"]:
-        from beam_embed.pipeline.job.early import job_process
+        from beam_embed.pipeline.job.warm_start import job_process
 
-        job_process(argv[1:])
+        read = job_process(argv[1:])
+        exit_after(lambda: main(argv, read=read))
     exit_after(lambda: main(argv))
 
 

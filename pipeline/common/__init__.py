@@ -5,13 +5,15 @@ formats (output_formats/: a module per format with its writer and readers, and t
 the claim on an output folder and the staging a run is swapped in from (claim.py,
 claim_stores.py, staging.py), the checks readers make on the manifest's shards (shards.py),
 errors as one line and the exit codes (errors.py, exits.py), how every command parses its flags
-(flags.py) and the choices they list (choices.py), the tool's log lines and the libraries'
-silence (quiet.py), which Beam runner a local run gets, the private APIs of Beam, argparse and
-atexit the project relies on, each under a public name and tested (private_apis.py), and the
-sample corpus.
+(command_line.py), settings declared once as dataclass fields that are flags
+(setting_fields.py), the names --vector_dtype takes (vector_dtype_names.py), the tool's log lines
+and the libraries' silence (quiet.py), which Beam runner a local run gets, the private APIs of
+Beam, argparse and atexit the project relies on, each under a public name and tested
+(private_apis.py), and the sample corpus.
 
-May import: models, Beam, pyarrow, numpy (flags.py, private_apis.py, choices.py, the
-output_formats registry and its format modules, quiet.py, errors.py and exits.py import none of
-them at module level: --help needs them light). Never a command package (beam_embed.pipeline.job,
-its dataflow/ included, beam_embed.pipeline.pca, ...); TensorFlow only inside functions.
+May import: models, Beam, pyarrow, numpy (command_line.py, setting_fields.py, private_apis.py,
+vector_dtype_names.py, the output_formats registry and its format modules, quiet.py, errors.py
+and exits.py import none of them at module level: --help needs them light). Never a command
+package (beam_embed.pipeline.job, its dataflow/ included, beam_embed.pipeline.pca, ...);
+TensorFlow only inside functions.
 """

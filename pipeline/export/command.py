@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from beam_embed.pipeline.common.command_line import CommandParser, FlagError
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, FlagError
 from beam_embed.pipeline.common.quiet import import_tensorflow
 
 PROG = "beam-embed export-model"

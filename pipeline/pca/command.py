@@ -22,8 +22,8 @@ import argparse
 import sys
 
 from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, check_beam_args
 from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,

@@ -19,8 +19,8 @@ import time
 import unicodedata
 
 from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
 from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.quiet import import_tensorflow
 from beam_embed.pipeline.common.terminal import json_printable, printable

@@ -304,12 +304,12 @@ def test_a_read_only_output_is_refused_in_one_line_naming_it(tiny_export, tmp_pa
     corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat"])
     run_job(str(out), "--input", corpus, "--model", tiny_export)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    import beam_embed.pipeline.job.config
+    import beam_embed.pipeline.job.resolved
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was set up before the output was checked")
 
-    monkeypatch.setattr(beam_embed.pipeline.job.config, "configure", no_model)
+    monkeypatch.setattr(beam_embed.pipeline.job.resolved, "resolve", no_model)
     with read_only(out) as mounted:
         if not mounted:  # no mount(2) here: every create in the folder fails as it would
             def refuse(*args, **kwargs):
