@@ -23,7 +23,7 @@ STARTED = time.time()  # the interpreter is up and running this file; only the s
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 MAX_SEQ_LENGTH = 256  # the minilm preset's (and sentence-transformers') limit
-BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/options.py)
+BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/settings.py)
 
 
 def _read_corpus(path: str, limit: int = 0) -> list[str]:
@@ -210,12 +210,13 @@ def worker_job(args) -> dict:
 
     _after_import({"beam_embed.models.encoders.bert": bert, "beam_embed.models.embedder": embedder,
                    "apache_beam.pipeline": pipeline})
-    read_at_entry = importlib.import_module("beam_embed.pipeline.job.early").read_at_entry
-    importlib.import_module("beam_embed.process").enter("run", job_args,
-                                                        local=read_at_entry(job_args))
+    # the job process's entry, as `beam-embed run` sets it up
+    read = importlib.import_module("beam_embed.pipeline.job.warm_start").read_at_entry(job_args)
+    importlib.import_module("beam_embed.process").enter(
+        "run", job_args, local=read is not None and read.plain)
     command = importlib.import_module("beam_embed.pipeline.job.command")  # an entry point: imports little
     marks["imports"] = time.time()
-    code = command.main(job_args)
+    code = command.main(job_args, read=read)
     marks["main_done"] = time.time()
     if code != 0:
         raise SystemExit(code)

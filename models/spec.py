@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.choices import (
+from beam_embed.models.encoder_choices import (
     ACCELERATORS,
     GRANULARITIES,
     LONG_TEXT_MODES,

@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from beam_embed.models.choices import TOKEN_DTYPES, TOKEN_UNITS
 from beam_embed.models.encoder import Units
+from beam_embed.models.encoder_choices import TOKEN_DTYPES, TOKEN_UNITS
 from beam_embed.models.encoders import encoder_kind
 
 

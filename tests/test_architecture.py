@@ -21,9 +21,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
 """
 TF_FREE = {
     "the CLI": "import beam_embed.pipeline.cli",
-    "run's option parser": "from beam_embed.pipeline.job.options import parse\n"
+    "run's option parser": "from beam_embed.pipeline.job.beam_options import parse\n"
                            "parse(['--pooling', 'mean,cls', '--output', '/tmp/x'])",
-    "run's flag check": "from beam_embed.pipeline.job import config\nconfig.from_flags",
+    "run's settings": "from beam_embed.pipeline.job.settings import RunSettings\n"
+                      "RunSettings(pooling='mean,cls', format='parquet')\n"
+                      "from beam_embed.pipeline.job import resolved",
     "pca's option parser": "from beam_embed.pipeline.pca.command import parse_args\n"
                            "parse_args(['--input', 'a', '--output', 'b'])",
     "search's option parser": "from beam_embed.pipeline.search.command import parse_args\n"
@@ -67,7 +69,7 @@ def test_the_process_package_imports_nothing_heavy(tmp_path):
 
 
 def test_registry_precisions_are_the_exported_graphs():
-    from beam_embed.models.choices import PRECISIONS
+    from beam_embed.models.encoder_choices import PRECISIONS
     from beam_embed.models.encoders import KINDS
     from beam_embed.models.export.bert_encoder import LOW_PRECISIONS
 

@@ -14,7 +14,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
-from beam_embed.models.choices import ACCELERATORS, PRECISIONS
+from beam_embed.models.encoder_choices import ACCELERATORS, PRECISIONS
 from beam_embed.models.pooling import (
     ELMO_OUTPUTS,
     ELMO_POOLERS,

@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from beam_embed.models import accelerators, cpu
-from beam_embed.models.choices import PRECISIONS
 from beam_embed.models.encoder import Encoder, Units, WordPieces
+from beam_embed.models.encoder_choices import PRECISIONS
 from beam_embed.models.export_format import METADATA_FILE, precision_folder
 from beam_embed.models.fixed_shapes import FixedShapes
 from beam_embed.models.gcs_copy import local_copy

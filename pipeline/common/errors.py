@@ -107,11 +107,12 @@ def take_debug_flag(argv: list[str]) -> list[str]:
 
 
 def one_line_errors(prog: str):
-    """Decorates a command's main(argv) -> exit code: every uncaught error is one line."""
+    """Decorates a command's main(argv, **kwargs) -> exit code: every uncaught error is one
+    line."""
 
     def wrap(main):
         @functools.wraps(main)
-        def wrapped(argv=None):
+        def wrapped(argv=None, **kwargs):
             argv = take_debug_flag(sys.argv[1:] if argv is None else list(argv))
             verbose = is_verbose() or any(a in ("-v", "--verbose") for a in argv)
             quieted = [] if verbose else [logging.getLogger(n) for n in _BEAM_ERROR_LOGGERS]
@@ -120,7 +121,7 @@ def one_line_errors(prog: str):
                 log.setLevel(logging.CRITICAL)
             try:
                 with exits.interrupts_recorded(verbose):
-                    return main(argv)
+                    return main(argv, **kwargs)
             except KeyboardInterrupt as e:
                 return _interrupted(prog, e, verbose)
             except Exception as e:  # every error ends here as one line  # noqa: BLE001

@@ -21,9 +21,9 @@ import sys
 import time
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
 from beam_embed.pipeline.evaluate.sample_pairs import SAMPLE_PAIRS, write_sample_pairs
 from beam_embed.process.log import log

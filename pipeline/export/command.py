@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser, FlagError
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, FlagError
 
 PROG = "beam-embed export-model"
 

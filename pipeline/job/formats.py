@@ -12,8 +12,8 @@ import io
 import json
 from collections.abc import Callable, Iterator
 
+from beam_embed.pipeline.common.output_formats.tfrecord import DamagedFile, read_records
 from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
-from beam_embed.pipeline.common.shards import DamagedFile, tfrecord_records
 
 Item = Record | DeadLetter
 COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
@@ -211,7 +211,7 @@ def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
 
     n = 0
     try:
-        for raw in tfrecord_records(path):
+        for raw in read_records(path):
             n += 1
             try:
                 example = tf.train.Example.FromString(raw)

@@ -82,7 +82,7 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
                 f"({c['distinct_texts']} distinct texts)")
         if manifest.reused_from is not None:
             line += (f"; copied {c['reused']} rows' vectors from "
-                     f"{manifest.reused_from['output']}")
+                     f"{manifest.reused_from.output}")
         log(line)
     errors = manifest.errors_files
     if c["dead_lettered"]:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, check_beam_args
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,
     DEFAULT_SAMPLE,

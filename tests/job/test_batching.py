@@ -6,6 +6,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_embed.pipeline.job.batching import SortAndBatchWindows, _WindowedSortAndBatchDoFn
+from beam_embed.process.private_apis import batch_buffer
 
 
 def _sizes(n, seed=0):
@@ -22,7 +23,7 @@ def _run_dofn(elements, window, max_size=16, max_weight=400, first_window=None, 
         if out and cuts is not None:
             cuts.append(i + 1)
         batches += out
-        largest_buffer = max(largest_buffer, len(fn._buffer))
+        largest_buffer = max(largest_buffer, len(batch_buffer(fn)))
     batches += [list(wv.value) for wv in fn.finish_bundle()]
     return batches, largest_buffer
 

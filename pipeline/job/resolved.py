@@ -1,4 +1,6 @@
-"""JobConfig: the parsed, validated job. Everything here is checked before any data is read."""
+"""ResolvedRun: a run's settings (RunSettings, checked on construction) with what needs I/O or
+the model: the encoder's spec, the input files, each pooling's width and storage, the previous
+run --reuse copies from. Everything here is checked before any data is read."""
 
 from __future__ import annotations
 
@@ -8,41 +10,36 @@ import os
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
-from beam_embed.pipeline.job.flag_values import check_plain_flags, csv_values, spec_of
-from beam_embed.pipeline.job.flags import JobFlags
 from beam_embed.pipeline.job.formats import Fields
+from beam_embed.pipeline.job.settings import RunSettings
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 
 
 @dataclasses.dataclass(frozen=True)
-class JobConfig:
-    inputs: tuple[str, ...]
-    input_format: str | None
-    text_field: str
-    id_field: str | None
-    metadata_fields: tuple[str, ...]
-    split: str
-    clean: bool
-    max_text_bytes: int
+class ResolvedRun:
+    """Filled in as the launcher learns each part (dataclasses.replace), in this order."""
+
+    settings: RunSettings
     encoder: EncoderSpec
-    output: str
-    formats: tuple[str, ...]
-    num_shards: int
-    include_text: bool
-    overwrite: bool
-    batch_tokens: int
-    max_batch_size: int
-    progress_every: float
-    allow_incomplete_input: bool = False
-    dedupe: bool = False
-    reuse: str | None = None  # --reuse's folder; `previous` once it is checked (reuse.py)
-    previous: object = None
-    vector_dtype: str = "float32"  # how sentence vectors are stored
+    files: tuple[tuple[str, int], ...] = ()  # (path, bytes) the input patterns match
+    widths: tuple[tuple[str, int], ...] = ()  # (column, width) per pooling, from the model
+    stored: tuple = ()  # how each pooling is stored (calibration.py); (): float32
+    previous: object = None  # --reuse's previous run, once checked (reuse.py)
+
+    @property
+    def output(self) -> str:
+        return self.settings.output
 
     def fields(self) -> Fields:
         """Where the readers find each record's text, id and metadata."""
-        return Fields(self.text_field, self.id_field, self.metadata_fields, self.max_text_bytes)
+        s = self.settings
+        return Fields(s.text_field, s.id_field, s.metadata_fields, s.max_text_bytes)
+
+    def writing_to(self, folder: str) -> ResolvedRun:
+        """The same run, written to `folder` (its staging folder)."""
+        return dataclasses.replace(self, settings=dataclasses.replace(self.settings,
+                                                                      output=folder))
 
 
 def worker_threads(opts) -> tuple[int, int]:
@@ -95,76 +92,44 @@ def check_accelerator(spec: EncoderSpec, options) -> None:
     check(spec.accelerator)
 
 
-def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
-               encoder: EncoderSpec | None = None) -> JobConfig:
-    """The job's flags checked, with Beam's `options` (their thread pools), into a JobConfig;
-    `encoder`: the spec already built from these flags (the early warm-up's), else built here."""
-    formats = check_plain_flags(opts)
-    if encoder is None:
-        import_tensorflow()  # the model spec may load TensorFlow: quietly, after the plain checks
-        encoder = spec_of(opts, worker_threads(options))
-    return JobConfig(
-        inputs=opts.input or default_inputs,
-        input_format=opts.input_format,
-        text_field=opts.text_field,
-        id_field=opts.id_field,
-        metadata_fields=csv_values(opts.metadata_fields),
-        split=opts.split,
-        clean=opts.clean,
-        max_text_bytes=opts.max_text_bytes,
-        encoder=encoder,
-        output=opts.output.rstrip("/"),
-        formats=formats,
-        num_shards=_check_shards(opts.num_shards),
-        include_text=opts.include_text,
-        overwrite=opts.overwrite,
-        batch_tokens=opts.batch_tokens,
-        max_batch_size=opts.max_batch_size,
-        progress_every=opts.progress_every,
-        allow_incomplete_input=opts.allow_incomplete_input,
-        dedupe=opts.dedupe,
-        reuse=opts.reuse.rstrip("/") if opts.reuse else None,
-        vector_dtype=opts.vector_dtype,
-    )
-
-
-def _check_shards(num_shards: int) -> int:
-    if num_shards < 0:
-        raise ValueError(f"--num_shards must be 0 (the runner decides) or a positive number of "
-                         f"shards, got {num_shards}")
-    return num_shards
-
-
-def check_model_limits(cfg: JobConfig, positions: int | None, explicit: bool) -> JobConfig:
+def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
     """Limits that need the model (its positions), checked once it is loaded, before any data
     is read: a text the model cannot hold would otherwise be dead-lettered with TensorFlow's
     shape error, text after text. An --max_seq_length given beyond the positions is refused; a
     default beyond them (a TF-Hub model without one) becomes the positions."""
-    spec = cfg.encoder
+    spec = run.encoder
     model = spec.name or spec.encoder
     if positions is not None and spec.max_seq_length is not None and \
             spec.max_seq_length > positions:
-        if explicit:
+        if run.settings.max_seq_length is not None:
             raise ValueError(f"--max_seq_length {spec.max_seq_length} is more than the "
                              f"{positions} token positions of {model}; expected at most "
                              f"{positions}")
         spec = dataclasses.replace(spec, max_seq_length=positions)
-        cfg = dataclasses.replace(cfg, encoder=spec)
-    if spec.max_seq_length is not None and cfg.batch_tokens < spec.max_seq_length:
-        raise ValueError(f"--batch_tokens {cfg.batch_tokens} cannot hold one full-length text "
+        run = dataclasses.replace(run, encoder=spec)
+    batch_tokens = run.settings.batch_tokens
+    if spec.max_seq_length is not None and batch_tokens < spec.max_seq_length:
+        raise ValueError(f"--batch_tokens {batch_tokens} cannot hold one full-length text "
                          f"(--max_seq_length {spec.max_seq_length} tokens); expected at least "
                          f"{spec.max_seq_length}")
-    return cfg
+    return run
 
 
-def configure(flags: JobFlags, options, encoder: EncoderSpec | None = None) -> JobConfig:
-    """The job's flags and Beam's options -> a validated JobConfig (`encoder`: see from_flags).
-    Without --input the bundled sample corpus (and its id/topic fields) is the input."""
-    default_inputs = ()
-    if not flags.input:
-        default_inputs = (write_sample_corpus(SAMPLE_CORPUS),)
-        flags = dataclasses.replace(
-            flags, id_field=flags.id_field or "id",
-            metadata_fields=flags.metadata_fields or "topic",
-            input_format=flags.input_format or "jsonl")
-    return from_flags(flags, options, default_inputs, encoder)
+def with_default_input(settings: RunSettings) -> RunSettings:
+    """Without --input the bundled sample corpus (and its id/topic fields) is the input."""
+    if settings.input:
+        return settings
+    return dataclasses.replace(
+        settings, input=(write_sample_corpus(SAMPLE_CORPUS),), id_field=settings.id_field or "id",
+        metadata_fields=settings.metadata_fields or ("topic",),
+        input_format=settings.input_format or "jsonl")
+
+
+def resolve(settings: RunSettings, options, encoder: EncoderSpec | None = None) -> ResolvedRun:
+    """The settings and Beam's `options` (their thread pools) -> a ResolvedRun with its
+    encoder's spec: `encoder`, the spec already built from these settings (the early warm-up's),
+    else built here."""
+    if encoder is None:
+        import_tensorflow()  # the model spec may load TensorFlow: quietly
+        encoder = settings.encoder_spec(worker_threads(options))
+    return ResolvedRun(with_default_input(settings), encoder)

@@ -1,5 +1,5 @@
 """The dry run's flags on a plain argparse parser or group, so `beam-embed run --help` lists them
-without importing Beam; `DryRunOptions` (options.py) adds the same ones to Beam's parser."""
+without importing Beam; `DryRunOptions` (dry_run_options.py) adds the same ones to Beam's parser."""
 
 from __future__ import annotations
 

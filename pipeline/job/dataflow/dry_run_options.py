@@ -1,6 +1,6 @@
 """`--dry-run` and `--job-file`: build the job for any runner, describe it, run nothing.
 
-A direct PipelineOptions subclass, so `beam_embed.pipeline.job.options.parse` (which collects every
+A direct PipelineOptions subclass, so `beam_embed.pipeline.job.beam_options.parse` (which collects every
 subclass) knows these flags as soon as this module is imported; that module imports it.
 
 Beam already owns `--dry_run` (TestOptions, a value flag: `--dry_run=True`); it is honoured as a
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from beam_embed.pipeline.job.dataflow.flags import add_dry_run_flags
+from beam_embed.pipeline.job.dataflow.dry_run_flags import add_dry_run_flags
 
 TRUE_WORDS = ("1", "true", "yes")
 
