@@ -2,8 +2,9 @@
 
 An entry names the class that implements beam_embed.models.encoder.Encoder (imported only to build one,
 so this module and every flag check stay free of TensorFlow), the poolings the kind offers,
-its compute precisions, its token layers and units, its kind-specific options, and why it lacks
-what it lacks (so a refused flag says so). Adding a kind = one class + one entry here + its
+its compute precisions, its accelerators (and, for a TPU, the length buckets of its fixed
+shapes), its token layers and units, its kind-specific options, and why it lacks what it lacks
+(so a refused flag says so). Adding a kind = one class + one entry here + its
 tests. A handle given alone (`--encoder H`) is matched against the kinds that say how they are
 recognized (models/encoders/detect.py), in registry order.
 """
