@@ -50,7 +50,7 @@ def _spec(args):
 def _warm_every_bucket(embedder) -> None:
     """One call per length bucket up to MAX_SEQ_LENGTH, so every shape a fixed-shape (XLA)
     encoder runs is compiled before the timed work; the graph encoder gets the same calls."""
-    from beam_embed.models.encoders.bert import SEQ_BUCKETS
+    from beam_embed.models.fixed_shapes import SEQ_BUCKETS
 
     for length in [b for b in SEQ_BUCKETS if b <= MAX_SEQ_LENGTH]:
         embedder.embed([" ".join(["a"] * (length - 2))])  # "a" is one WordPiece

@@ -14,6 +14,16 @@ from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+def pytest_terminal_summary(terminalreporter):
+    from tests.mounts import summary
+
+    lines = summary()
+    if lines:
+        terminalreporter.section("full disks and read-only folders: which path ran")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("tiny_ckpt"))

@@ -38,6 +38,10 @@ TF_FREE = {
                                      "from beam_embed.models.encoders import KINDS\n"
                                      "[k.parse_poolings(['mean']) for k in KINDS.values()"
                                      " if 'mean' in k.poolers]",
+    "token vectors": "import beam_embed.models.tokens",
+    "a TPU's fixed shapes": "from beam_embed.models.spec import EncoderSpec\n"
+                            "EncoderSpec('bert', 'e', 'p', 128, ('mean',), True, 'truncate',"
+                            " accelerator='tpu').fixed_shapes().shapes()",
     "run --help": "from beam_embed.pipeline.cli import main\nmain(['run', '--help'])",
     "a misspelled flag": "from beam_embed.pipeline.cli import main\n"
                          "assert main(['run', '--poolin', 'mean']) == 2",
@@ -87,6 +91,13 @@ def test_every_kind_implements_the_encoder_interface(kind):
     # a kind that says how a lone handle is recognized must recognize it itself
     assert bool(registry.recognized_by) == (cls.recognize.__func__ is not
                                             Encoder.recognize.__func__)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_kind_runs_on_a_tpu_exactly_when_it_has_length_buckets(kind):
+    registry = KINDS[kind]
+    assert ("tpu" in registry.accelerators) == bool(registry.fixed_lengths)
+    assert list(registry.fixed_lengths) == sorted(set(registry.fixed_lengths))
 
 
 def test_unknown_kind_names_the_kinds():

@@ -36,6 +36,19 @@ COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "to
           "files_incomplete", "duplicate_ids")
 
 
+def read_dead_counts(dead) -> list[tuple[str, int]]:
+    """What a dead letter of the files' reading adds to the counts: one record read, and a
+    file that broke off one incomplete file (its dead letter, for the lost rest of the file,
+    is counted in dead_lettered by dead_counts)."""
+    return [("read", 1)] + ([("files_incomplete", 1)] if dead.kind == INCOMPLETE else [])
+
+
+def dead_counts(dead) -> list[tuple[str, int]]:
+    """What every dead letter (read, prepared or embedded) adds to the counts: an empty text
+    is skipped_empty, any other dead_lettered."""
+    return [("skipped_empty" if dead.kind == EMPTY else "dead_lettered", 1)]
+
+
 def probe_widths(run, on_host: bool = False) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
     any data is read, and the output schema learns each pooling's width. `on_host`: the
@@ -120,15 +133,12 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True)
         s.output, schema, s.num_shards, in_bundles=not spread) for fmt in s.format]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(s.output, not spread))
-    # a file that broke off is one dead letter (counted in dead_lettered) for its lost rest
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
-              count(corpus["read_dead"], "ReadDead", lambda d: [("read", 1)] + (
-                  [("files_incomplete", 1)] if d.kind == INCOMPLETE else [])),
+              count(corpus["read_dead"], "ReadDead", read_dead_counts),
               count(embedded["batches"], "Embedded", lambda b: [
                   ("embedded", len(b)), ("truncated", int(b.truncated.sum())),
                   ("tokens", int(b.num_tokens.sum()))]),
-              count(dead, "Dead", lambda d: [
-                  ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
+              count(dead, "Dead", dead_counts)]
     names, extras = COUNTS + incremental, None
     if incremental:
         counts.append(embedded["counts"])
