@@ -123,6 +123,26 @@ def masked_crc32c():
     return _TFRecordUtil._masked_crc32c
 
 
+class FinalizeHooks:
+    """Mixed into a Beam FileBasedSink (before it): what its Write step's finalize renames, under
+    public names. Beam's finalize asks the sink's private `_check_state_for_finalize_write`
+    which temporary files go to which shard names, and names a shard with its private
+    `_get_final_name`; no public API lets a sink say how its files are found."""
+
+    def final_name(self, shard: int, shards: int, window=None) -> str:
+        """The name of shard `shard` of `shards` (what finalize renames it to)."""
+        return self._get_final_name(shard, shards, window)
+
+    def files_to_rename(self, writer_results, num_shards: int, window=None):
+        """(temporary files to rename, their shard names, files to delete, how many shards an
+        earlier attempt renamed) for the temporary files `writer_results`: Beam's answer unless
+        overridden."""
+        return super()._check_state_for_finalize_write(writer_results, num_shards, window)
+
+    def _check_state_for_finalize_write(self, writer_results, num_shards, window=None):
+        return self.files_to_rename(writer_results, num_shards, window)
+
+
 def set_state_sampling_period(period_ms: int) -> bool:
     """Makes the state samplers this process creates from now on sample every `period_ms`;
     False (nothing changed) when Beam's StateSampler no longer takes the period as its one

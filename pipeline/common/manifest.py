@@ -31,12 +31,6 @@ SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # names that look like outputs
 
 
-def existing_outputs(folder: str, patterns) -> list[str]:
-    """Files in `folder` matching any of `patterns` (globs relative to it)."""
-    matches = FileSystems.match([FileSystems.join(folder, p) for p in patterns])
-    return [m.path for r in matches for m in r.metadata_list]
-
-
 @dataclass(frozen=True)
 class OutputKind:
     """What one command writes into its output folder, for the checks that decide what a new

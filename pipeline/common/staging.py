@@ -22,6 +22,8 @@ process, a lost machine) leaves that record, and the next run counts those files
 
 Whatever a killed run left (its staging folder, `beam-temp-*` folders of older versions) is
 removed by the next run that holds the folder's claim.
+
+Every path here is used as the name it is, never as a glob pattern (literal_paths.py).
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.pipeline.common.errors import CommandError, one_line
-from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, existing_outputs
+from beam_embed.pipeline.common.literal_paths import (
+    delete_files,
+    delete_folders,
+    matching,
+    objects_under,
+)
+from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind
 from beam_embed.process.log import log
 
 STAGING_PREFIX = ".beam-embed-staging-"
@@ -66,12 +74,6 @@ class Previous:
     replaceable: frozenset[str] = frozenset()
 
 
-def _delete_folders(paths: list[str]) -> None:
-    """Deletes folders with everything in them: a local folder by its own path; on object
-    stores a trailing "/" deletes every object under the name."""
-    FileSystems.delete([p.rstrip("/") + ("/" if is_remote(p) else "") for p in paths])
-
-
 def staging_folder(folder: str, run_id: str) -> str:
     return FileSystems.join(folder, STAGING_PREFIX + run_id)
 
@@ -84,13 +86,9 @@ def _children(folder: str, prefix: str) -> set[str]:
         names = os.listdir(folder) if os.path.isdir(folder) else []
         return {os.path.join(folder, n) for n in names if n.startswith(prefix)}
     base = folder.rstrip("/") + "/"
-    found = set()
-    patterns = [FileSystems.join(folder, prefix + "*"), FileSystems.join(folder, prefix + "*/**")]
-    for result in FileSystems.match(patterns):
-        for meta in result.metadata_list:
-            if meta.path.startswith(base):
-                found.add(base + meta.path[len(base):].split("/", 1)[0])
-    return found
+    return {base + path[len(base):].split("/", 1)[0]
+            for path in matching(folder, [prefix + "*", prefix + "*/**"])
+            if path.startswith(base)}
 
 
 def remove_leftovers(folder: str, keep: str | None = None) -> list[str]:
@@ -100,7 +98,7 @@ def remove_leftovers(folder: str, keep: str | None = None) -> list[str]:
     stale = sorted(p for prefix in (STAGING_PREFIX, BEAM_TEMP_PREFIX)
                    for p in _children(folder, prefix) if p.rstrip("/") != keep)
     if stale:
-        _delete_folders(stale)
+        delete_folders(stale)
     return stale
 
 
@@ -108,15 +106,14 @@ def _holds_anything(folder: str) -> bool:
     """Whether `folder` exists: on object stores, whether any object is under its name."""
     if not is_remote(folder):
         return os.path.exists(folder)
-    found = FileSystems.match([folder.rstrip("/") + "/**"])
-    return any(r.metadata_list for r in found)
+    return bool(objects_under(folder, limit=1))
 
 
 def discard(staging: str) -> None:
     """Removes a failed run's staging folder (a later run would remove it otherwise)."""
     try:
         if _holds_anything(staging):
-            _delete_folders([staging])
+            delete_folders([staging])
     except OSError as e:
         log(f"warning: could not remove {staging} ({e}); the next run into the folder will")
 
@@ -228,8 +225,7 @@ def check_output(folder: str, kind: OutputKind, overwrite: bool,
     _check_writable(folder, flag)
     listed, cut_short = _listed(folder, kind, flag), _cut_short(folder)
     known = (listed or set()) | cut_short
-    unknown = [n for n in _relative(folder, existing_outputs(folder, kind.patterns))
-               if n not in known]
+    unknown = [n for n in _relative(folder, matching(folder, kind.patterns)) if n not in known]
     if listed is None and not cut_short and unknown:  # nothing says which files are a run's
         raise ValueError(f"{flag} {folder!r} holds files that look like `{kind.command}` "
                          f"outputs but no {MANIFEST} lists them ({_some(unknown)}); files no "
@@ -307,10 +303,10 @@ def publish(staging: str, folder: str, kind: OutputKind, previous: Previous) -> 
 
 def _swap(staging: str, folder: str, old: list[str], new: list[str]) -> None:
     if MANIFEST in old:  # from here until the new manifest lands, no finished run is shown
-        FileSystems.delete([_path(folder, MANIFEST)])
+        delete_files([_path(folder, MANIFEST)])
     rest = [n for n in old if n != MANIFEST]
     if rest:
-        FileSystems.delete([_path(folder, n) for n in rest])
+        delete_files([_path(folder, n) for n in rest])
         _prune(folder, rest)
     if new:
         if not is_remote(folder):
@@ -318,4 +314,4 @@ def _swap(staging: str, folder: str, old: list[str], new: list[str]) -> None:
                 os.makedirs(_path(folder, parent), exist_ok=True)
         FileSystems.rename([_path(staging, n) for n in new], [_path(folder, n) for n in new])
     FileSystems.rename([_path(staging, MANIFEST)], [_path(folder, MANIFEST)])
-    _delete_folders([staging])
+    delete_folders([staging])

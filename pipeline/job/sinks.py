@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.bundle_write import number_shards, write_shards
+from beam_embed.pipeline.common.literal_paths import ExactFinalize
 from beam_embed.pipeline.common.manifest import (
     ERRORS_PREFIX,
     SHARD_TEMPLATE,
@@ -178,7 +179,7 @@ class WriteDeadLetters(beam.PTransform):
                 | "WriteShards" >> write_shards(sink, self._in_bundles))
 
 
-class JsonLinesSink(FileBasedSink):
+class JsonLinesSink(ExactFinalize, FileBasedSink):
     """One JSON document a line, UTF-8 (what Beam's text sink writes for str elements)."""
 
     def __init__(self, file_path_prefix: str, file_name_suffix: str, shard_name_template: str):

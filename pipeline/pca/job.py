@@ -20,6 +20,7 @@ from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
 from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
+from beam_embed.pipeline.common.literal_paths import matching
 from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, PcaManifest, make_folder
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.runners import runner_for
@@ -196,9 +197,8 @@ def _named(write):
 
 
 def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> PcaManifest:
-    pattern = FileSystems.join(plan.output, f"{PROJECTIONS}-*-of-*.parquet")
-    shards = sorted(m.path.rsplit("/", 1)[-1]
-                    for m in FileSystems.match([pattern])[0].metadata_list)
+    shards = sorted(p.rsplit("/", 1)[-1]
+                    for p in matching(plan.output, [f"{PROJECTIONS}-*-of-*.parquet"]))
     return PcaManifest(
         input={"folder": plan.embeddings.folder, "format": plan.fmt,
                "model": plan.embeddings.model.to_json()},

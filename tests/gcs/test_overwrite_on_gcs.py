@@ -47,7 +47,8 @@ def _texts(snapshot: dict[str, bytes]) -> list[str]:
 
 def _run_files(snapshot: dict[str, bytes]) -> set[str]:
     manifest = json.loads(snapshot["manifest.json"])
-    return {"manifest.json", *manifest["files"]["parquet"], *manifest["errors_files"]}
+    return {"manifest.json", *manifest["errors_files"],
+            *(n for names in manifest["files"].values() for n in names)}
 
 
 def test_overwrite_is_staged_then_swapped_replacing_only_listed_files(gcs, tiny_export,
@@ -138,3 +139,58 @@ def test_a_run_killed_before_its_swap_leaves_the_previous_run(gcs, gcs_emulator,
     final = gcs.snapshot("out")
     assert set(final) == _run_files(final)  # leftovers removed, claim released
     assert json.loads(final["manifest.json"])["counts"]["embedded"] == 40
+
+
+def _copy(gcs, source: str, *folders: str) -> None:
+    for name, data in gcs.snapshot(source).items():
+        for folder in folders:
+            gcs.upload(f"{folder}/{name}", data)
+
+
+def test_glob_characters_in_a_gcs_output_are_part_of_its_name(gcs, tiny_export):
+    """`--output gs://.../exp[1]` beside `exp1` (a copy of the run): only `exp[1]` is replaced,
+    and its TFRecord shards are counted through Beam's client (TensorFlow's would ask Google,
+    whatever the emulator setting)."""
+    gcs.upload("a.txt", _lines(6, "old"))
+    gcs.upload("b.txt", _lines(5, "new"))
+    args = ["run", "--model", tiny_export, "--progress_every", "0", "--input", gcs.path("b.txt"),
+            "--output", gcs.path("exp[1]"), "--overwrite"]
+    assert _run(gcs, tiny_export, "a.txt") == exits.OK
+    _copy(gcs, "out", "exp[1]", "exp1")
+    for folder in ("exp[1]", "exp1"):
+        for name, data in MINE.items():
+            gcs.upload(f"{folder}/{name}", data)
+    before = gcs.snapshot("exp1")
+
+    code = cli([*args, "--format", "parquet"])
+    assert gcs.snapshot("exp1") == before
+    assert code == exits.OK
+    after = gcs.snapshot("exp[1]")
+    assert set(after) == _run_files(after) | set(MINE)
+    assert _texts(after) == sorted(f"new the cat sat on the mat {i}" for i in range(5))
+
+    assert cli([*args, "--format", "parquet,tfrecord"]) == exits.OK  # not stuck
+    assert gcs.snapshot("exp1") == before
+    after = gcs.snapshot("exp[1]")
+    assert set(after) == _run_files(after) | set(MINE)
+    assert json.loads(after["manifest.json"])["rows"]["embeddings-00000-of-00001.tfrecord"] == 5
+
+
+def test_glob_characters_in_a_gcs_viz_folder_are_part_of_its_name(gcs, tmp_path):
+    from tests.pca.fixtures import clustered_matrix, records, write_embeddings
+
+    x, _ = clustered_matrix(150)
+    write_embeddings(str(tmp_path / "emb"), records({"mean": x}), shards=2)
+    emb = gcs.upload_tree(str(tmp_path / "emb"), "emb[1]")
+    pca = ["pca", "--input", emb, "--components", "3", "--sample", "100"]
+    assert cli([*pca, "--output", gcs.path("first")]) == exits.OK
+    _copy(gcs, "first", "viz[1]", "viz1")
+    before = gcs.snapshot("viz1")
+
+    code = cli([*pca, "--output", gcs.path("viz[1]"), "--overwrite", "--components", "2"])
+    assert gcs.snapshot("viz1") == before
+    assert code == exits.OK
+    after = gcs.snapshot("viz[1]")
+    manifest = json.loads(after["manifest.json"])
+    assert manifest["fit"]["components"] == 2 and manifest["projections"]["rows"] == 150
+    assert not [k for k in after if k.startswith(staging.STAGING_PREFIX)]

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,32 @@ def test_a_read_only_viz_folder_is_refused_in_one_line_naming_it(tmp_path, capsy
     assert _one_error(capsys) == (f"beam-embed pca: --output {str(viz)!r} is not writable "
                                   "(Read-only file system)")
     assert _snapshot(viz) == before
+
+
+def test_glob_characters_in_the_viz_folder_are_part_of_its_name(tmp_path):
+    """`pca --output 'viz[1]'` beside `viz1` (a copy of a viz): the new viz is swapped in and
+    `viz1` never touched; read from an embeddings folder named `emb[1]` beside `emb1`."""
+    emb = tmp_path / "emb[1]"
+    _embeddings(tmp_path / "emb1", 120, seed=1)
+    _embeddings(emb, 200)
+    first, viz = tmp_path / "first", tmp_path / "viz[1]"
+    assert main(["--input", str(emb), "--output", str(first), "--components", "5"]) == exits.OK
+    for folder in (viz, tmp_path / "viz1"):
+        shutil.copytree(first, folder)
+        (folder / "notes.txt").write_bytes(b"mine")
+    before = _snapshot(tmp_path / "viz1")
+
+    code = main(["--input", str(emb), "--output", str(viz), "--components", "3", "--overwrite"])
+    assert _snapshot(tmp_path / "viz1") == before
+    assert code == exits.OK
+    manifest = json.loads((viz / "manifest.json").read_text())
+    assert manifest["fit"]["components"] == 3 and manifest["projections"]["rows"] == 200
+    assert set(_snapshot(viz)) == _listed(viz) | {"notes.txt"}  # no staging folder left
+
+    # not stuck: the next --overwrite replaces it too
+    assert main(["--input", str(emb), "--output", str(viz), "--components", "4",
+                 "--overwrite"]) == exits.OK
+    assert json.loads((viz / "manifest.json").read_text())["fit"]["components"] == 4
+    assert set(_snapshot(viz)) == _listed(viz) | {"notes.txt"}
+    assert _snapshot(tmp_path / "viz1") == before
+

@@ -289,3 +289,29 @@ def test_tf_hub_marks_and_reads_the_same_attribute():
     loaded = type("Loaded", (), {})()
     private_apis.mark_hub_module_v1(loaded, True)
     assert loaded._is_hub_module_v1 is True
+
+
+def test_beams_finalize_renames_what_the_finalize_hooks_say(tmp_path):
+    from apache_beam.io.filebasedsink import FileBasedSink
+
+    asked = []
+
+    class Sink(private_apis.FinalizeHooks, FileBasedSink):
+        def files_to_rename(self, writer_results, num_shards, window=None):
+            asked.append((list(writer_results), num_shards))
+            sources, destinations, deleted, skipped = super().files_to_rename(
+                writer_results, num_shards, window)
+            return sources[:1], destinations[:1], deleted, skipped  # the first shard only
+
+    sink = Sink(str(tmp_path / "part"), coder=None, file_name_suffix=".txt",
+                shard_name_template="-SSSSS-of-NNNNN")
+    init = sink.initialize_write()
+    temps = [f"{init}/{uid}.txt" for uid in ("a", "b")]
+    for path in temps:
+        with open(path, "w") as f:
+            f.write(path)
+    assert list(sink.finalize_write(init, temps, None)) == [str(tmp_path / "part-00000-of-00002.txt")]
+    assert asked == [(temps, 2)]
+    assert sink.final_name(1, 2) == str(tmp_path / "part-00001-of-00002.txt")
+    assert (tmp_path / "part-00000-of-00002.txt").read_text() == temps[0]
+    assert not (tmp_path / "part-00001-of-00002.txt").exists()

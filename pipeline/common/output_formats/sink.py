@@ -14,10 +14,11 @@ from collections.abc import Callable
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
+from beam_embed.pipeline.common.literal_paths import ExactFinalize
 from beam_embed.pipeline.common.staging import naming_file
 
 
-class FormatSink(filebasedsink.FileBasedSink):
+class FormatSink(ExactFinalize, filebasedsink.FileBasedSink):
     def __init__(self, file_path_prefix: str, file_name_suffix: str, num_shards: int,
                  shard_name_template: str | None, open_file: Callable, mime_type: str,
                  compression_type: str = CompressionTypes.AUTO):

@@ -1,0 +1,75 @@
+"""`run`'s output folder is taken as it is: `[ ] * ?` in its name are no pattern (a run into
+`runs/exp[1]` never touches `runs/exp1`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.job.command import main
+from beam_embed.process import exits
+from tests.job_helpers import run_job, write_lines
+
+pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def _run_files(folder: Path) -> set[str]:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return {"manifest.json", *manifest["errors_files"],
+            *(n for names in manifest["files"].values() for n in names)}
+
+
+def _texts(folder: Path) -> set[str]:
+    """The texts of the Parquet shards the folder's manifest lists (not a glob: the folder's
+    name is one)."""
+    import pyarrow.parquet as pq
+
+    names = json.loads((folder / "manifest.json").read_text())["files"]["parquet"]
+    return {t for n in names for t in pq.read_table(folder / n).column("text").to_pylist()}
+
+
+# each output name beside folders that it matches as a glob pattern
+@pytest.mark.parametrize("name,siblings", [("exp[1]", ["exp1"]), ("a*b", ["axb", "a-2024-b"]),
+                                           ("what?", ["whats"])])
+def test_glob_characters_in_the_output_are_part_of_its_name(tiny_export, tmp_path, name,
+                                                            siblings):
+    runs, out = tmp_path / "runs", tmp_path / "runs" / name
+    old = write_lines(str(tmp_path / "old.txt"), ["the old cat", "the old dog"])
+    new = write_lines(str(tmp_path / "new.txt"), ["a new cat", "a new dog", "a new bird"])
+    run_job(str(tmp_path / "first"), "--input", old, "--model", tiny_export)
+    for folder in [name, *siblings]:  # copies of a run, beside a file of the user's
+        shutil.copytree(tmp_path / "first", runs / folder)
+        (runs / folder / "notes.txt").write_text("mine")
+    before = {s: _files(runs / s) for s in siblings}
+    args = ["--output", str(out), "--progress_every", "0", "--input", new, "--model",
+            tiny_export, "--overwrite"]
+
+    code = main(args)
+    assert {s: _files(runs / s) for s in siblings} == before
+    assert code == exits.OK
+    assert set(_files(out)) == _run_files(out) | {"notes.txt"}  # the new run; no staging left
+    assert _texts(out) == {"a new cat", "a new dog", "a new bird"}
+
+    # and again (the folder is not stuck), through Beam's own write steps (--num_shards)
+    assert main([*args, "--num_shards", "2"]) == exits.OK
+    assert {s: _files(runs / s) for s in siblings} == before
+    assert set(_files(out)) == _run_files(out) | {"notes.txt"}
+    check_shards(load_embedding_set(str(out)), "parquet")
+    assert len(json.loads((out / "manifest.json").read_text())["files"]["parquet"]) == 2
+
+    # the folder read back by name: --reuse copies its vectors
+    again = tmp_path / "again"
+    assert main(["--output", str(again), "--progress_every", "0", "--input", new, "--model",
+                 tiny_export, "--reuse", str(out)]) == exits.OK
+    assert json.loads((again / "manifest.json").read_text())["reused_from"]["output"] == str(out)
+    assert _texts(again) == {"a new cat", "a new dog", "a new bird"}
