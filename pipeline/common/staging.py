@@ -14,9 +14,10 @@ there too.
 
 What a run may delete in the output folder is decided by `check_output`, before it starts:
 the files the folder's manifest lists, and the manifest. Nothing else, however much its name
-looks like an output: a user's `embeddings-final-v2.parquet` stays where it is. A folder with
-such look-alikes and no manifest that lists them is refused, and so is an unlisted file under a
-name the new run writes. Before the swap changes anything, `publish` records in the staging
+looks like an output: a user's `embeddings-final-v2.parquet` stays where it is. A listed name
+that leads out of the folder through a link is refused, as "../x" is. A folder with look-alikes
+and no manifest that lists them is refused, and so is an unlisted file under a name the new
+run writes. Before the swap changes anything, `publish` records in the staging
 folder which files it replaces and which it moves in (`JOURNAL`): a swap cut short (a killed
 process, a lost machine) leaves that record, and the next run counts those files as a run's.
 
@@ -127,9 +128,25 @@ def _is_file(path: str) -> bool:
     return os.path.isfile(path) if not is_remote(path) else FileSystems.exists(path)
 
 
-def _safe_names(names, source: str) -> list[str]:
+def _link_out(folder: str, name: str) -> str | None:
+    """The link through which `folder/name` leads out of the local `folder` ("lnk -> /x", the
+    first such of its parts); None when it stays inside."""
+    if is_remote(folder):
+        return None
+    root = os.path.realpath(folder)
+    parts = name.split("/")
+    for i in range(1, len(parts) + 1):
+        path = os.path.join(folder, *parts[:i])
+        if os.path.islink(path) and os.path.commonpath(
+                [root, os.path.realpath(path)]) != root:
+            return f"{'/'.join(parts[:i])} -> {os.readlink(path)}"
+    return None
+
+
+def _safe_names(names, source: str, folder: str | None = None) -> list[str]:
     """`names` (paths relative to a folder, "/"-separated), each checked to stay inside it: a
-    manifest that names "../x" or "/x" is refused rather than followed."""
+    manifest that names "../x" or "/x" is refused rather than followed, and so is one whose
+    name leads out of the local `folder` through a link."""
     out = []
     for name in names:
         clean = posixpath.normpath(name) if isinstance(name, str) else ""
@@ -137,6 +154,11 @@ def _safe_names(names, source: str) -> list[str]:
                 or clean != name):
             raise ValueError(f"{source} lists {name!r}, which is not a file name inside its "
                              "folder; nothing there is replaced on its word")
+        link = _link_out(folder, clean) if folder is not None else None
+        if link:
+            raise ValueError(f"{source} lists {name!r}, which is not a file name inside its "
+                             f"folder: it leads out of it through a link ({link}); nothing "
+                             "there is replaced on its word")
         out.append(clean)
     return out
 
@@ -169,7 +191,7 @@ def _listed(folder: str, kind: OutputKind, flag: str) -> set[str] | None:
     if not kind.recognizes(manifest):
         raise ValueError(f"{flag} {folder!r} holds a {MANIFEST} that `{kind.command}` did not "
                          f"write (another command's output); choose another {flag}")
-    return {MANIFEST, *_safe_names(kind.listed(manifest), path)}
+    return {MANIFEST, *_safe_names(kind.listed(manifest), path, folder)}
 
 
 def _cut_short(folder: str) -> set[str]:
@@ -184,7 +206,7 @@ def _cut_short(folder: str) -> set[str]:
             continue
         if journal is not None:
             names |= set(_safe_names([*journal.get("replaced", []), *journal.get("new", [])],
-                                     path))
+                                     path, folder))
     return names
 
 
@@ -218,11 +240,18 @@ def check_output(folder: str, kind: OutputKind, overwrite: bool,
     """What a new run may replace in `folder`, or a ValueError in one line: the folder is not
     writable; it holds a previous run and not `overwrite`; it holds files that look like this
     command's outputs that no manifest lists and no manifest is there; or it holds an unlisted
-    file under a name the new run writes. Cheap, so commands check it before loading a model,
+    file under a name the new run writes; a sub-folder the run writes into, or a name a manifest
+    lists, leads out of it through a link. Cheap, so commands check it before loading a model,
     and again under the folder's claim."""
     if not _holds_anything(folder):
         return Previous(folder)
     _check_writable(folder, flag)
+    for sub in sorted({p.split("/", 1)[0] for p in kind.patterns if "/" in p}):
+        link = _link_out(folder, sub)
+        if link:
+            raise ValueError(f"{flag} {folder!r} holds {link}, a link out of it; a run writes "
+                             f"into {sub}/ and never through a link out of its folder: remove "
+                             f"the link or choose another {flag}")
     listed, cut_short = _listed(folder, kind, flag), _cut_short(folder)
     known = (listed or set()) | cut_short
     unknown = [n for n in _relative(folder, matching(folder, kind.patterns)) if n not in known]
@@ -286,6 +315,13 @@ def publish(staging: str, folder: str, kind: OutputKind, previous: Previous) -> 
                                f"replaced): nothing was published to {folder}; move it and run "
                                "again")
     old = [n for n in sorted(previous.replaceable) if _is_file(_path(folder, n))]
+    for name in [*old, *new]:
+        link = _link_out(folder, name)
+        if link:
+            raise NothingPublished(f"{_path(folder, name)} leads out of {folder} through a link "
+                                   f"({link}), which a run never writes or deletes through: "
+                                   f"nothing was published to {folder}; remove the link and "
+                                   "run again")
     journal = FileSystems.join(staging, JOURNAL)
     try:
         with naming_file(journal), FileSystems.create(journal) as f:

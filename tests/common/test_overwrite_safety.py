@@ -165,6 +165,47 @@ def test_a_manifest_naming_a_file_outside_its_folder_is_refused(tmp_path, listed
     assert (tmp_path / "victim.txt").read_text() == "mine"
 
 
+def test_a_listed_name_may_go_through_a_link_that_stays_inside_the_folder(tmp_path):
+    out = tmp_path / "out"
+    _write_run(out, "old", _shards(1))
+    (out / "real").mkdir()
+    (out / "real" / "extra.jsonl").write_text("old")
+    (out / "alias").symlink_to("real")  # relative: inside the folder
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["errors_files"].append("alias/extra.jsonl")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    previous = check_output(str(out), JOB, overwrite=True)
+    assert "alias/extra.jsonl" in previous.replaceable
+    staging = out / ".beam-embed-staging-new"
+    _write_run(staging, "new", _shards(1))
+    publish(str(staging), str(out), JOB, previous)
+    assert not (out / "real" / "extra.jsonl").exists()
+
+
+def test_a_link_out_of_the_folder_that_appears_during_the_run_publishes_nothing(tmp_path):
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    projector = ["projector/tensors.tsv", "projector/metadata.tsv",
+                 "projector/projector_config.pbtxt"]
+    names = ["pca.npz", "sample.parquet", "plot.html", "plot.png", *projector,
+             "projections-00000-of-00001.parquet"]
+    out.mkdir()
+    previous = check_output(str(out), PCA_OUTPUT, overwrite=False)
+    outside.mkdir()
+    (out / "projector").symlink_to(outside)  # while the run ran
+    staging = out / ".beam-embed-staging-new"
+    for name in names:
+        (staging / name).parent.mkdir(exist_ok=True)
+        (staging / name).write_text("new")
+    (staging / "manifest.json").write_bytes(_pca_manifest(names[-1:]))
+    with pytest.raises(NothingPublished) as refused:
+        publish(str(staging), str(out), PCA_OUTPUT, previous)
+    assert str(refused.value) == (
+        f"{out}/projector/metadata.tsv leads out of {out} through a link (projector -> "
+        f"{outside}), which a run never writes or deletes through: nothing was published to "
+        f"{out}; remove the link and run again")
+    assert list(outside.iterdir()) == [] and not (out / "manifest.json").exists()
+
+
 def test_another_commands_or_an_unreadable_manifest_is_refused(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"kind": "pca", "html": "plot.html"}))
     with pytest.raises(ValueError, match="holds a manifest.json that `beam-embed run` did not "

@@ -1,5 +1,6 @@
 """`run`'s output folder is taken as it is: `[ ] * ?` in its name are no pattern (a run into
-`runs/exp[1]` never touches `runs/exp1`)."""
+`runs/exp[1]` never touches `runs/exp1`), and a name its manifest lists never leads the swap out
+of it through a link."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def _texts(folder: Path) -> set[str]:
     return {t for n in names for t in pq.read_table(folder / n).column("text").to_pylist()}
 
 
+def _one_error(err: str) -> str:
+    errors = [x for x in err.splitlines() if x.startswith("beam-embed run:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-3000:]
+    return errors[0]
+
+
 # each output name beside folders that it matches as a glob pattern
 @pytest.mark.parametrize("name,siblings", [("exp[1]", ["exp1"]), ("a*b", ["axb", "a-2024-b"]),
                                            ("what?", ["whats"])])
@@ -73,3 +80,27 @@ def test_glob_characters_in_the_output_are_part_of_its_name(tiny_export, tmp_pat
                  tiny_export, "--reuse", str(out)]) == exits.OK
     assert json.loads((again / "manifest.json").read_text())["reused_from"]["output"] == str(out)
     assert _texts(again) == {"a new cat", "a new dog", "a new bird"}
+
+
+def test_overwrite_never_deletes_through_a_link_out_of_the_folder(tiny_export, tmp_path,
+                                                                  capsys):
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "the dog ran"])
+    run_job(str(out), "--input", corpus, "--model", tiny_export)
+    outside.mkdir()
+    (outside / "notes.txt").write_text("mine")
+    (out / "lnk").symlink_to(outside)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["errors_files"].append("lnk/notes.txt")  # a name that stays inside, as written
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = _files(out)
+
+    code = main(["--output", str(out), "--progress_every", "0", "--input", corpus, "--model",
+                 tiny_export, "--overwrite"])
+    assert code == exits.BAD_CONFIG
+    assert _one_error(capsys.readouterr().err) == (
+        f"beam-embed run: {out}/manifest.json lists 'lnk/notes.txt', which is not a file name "
+        f"inside its folder: it leads out of it through a link (lnk -> {outside}); nothing "
+        "there is replaced on its word")
+    assert (outside / "notes.txt").read_text() == "mine"
+    assert _files(out) == before

@@ -168,3 +168,29 @@ def test_glob_characters_in_the_viz_folder_are_part_of_its_name(tmp_path):
     assert set(_snapshot(viz)) == _listed(viz) | {"notes.txt"}
     assert _snapshot(tmp_path / "viz1") == before
 
+
+def test_a_projector_folder_linked_out_of_the_viz_folder_is_never_written_through(tmp_path,
+                                                                                 capsys):
+    """projector/ replaced by a link to the user's TensorBoard folder: --overwrite neither
+    empties nor fills it; refused in one line naming the link."""
+    emb, viz, board = _embeddings(tmp_path / "emb", 100), tmp_path / "viz", tmp_path / "board"
+    assert main(["--input", emb, "--output", str(viz), "--components", "4"]) == exits.OK
+    shutil.move(viz / "projector", board)  # the user's now, under the same file names
+    (viz / "projector").symlink_to(board)
+    theirs, before = _snapshot(board), _snapshot(viz)
+    capsys.readouterr()
+    code = main(["--input", emb, "--output", str(viz), "--components", "3", "--overwrite"])
+    assert code == exits.BAD_CONFIG
+    assert _one_error(capsys) == (
+        f"beam-embed pca: --output {str(viz)!r} holds projector -> {board}, a link out of it; "
+        "a run writes into projector/ and never through a link out of its folder: remove the "
+        "link or choose another --output")
+    assert _snapshot(board) == theirs and _snapshot(viz) == before
+
+    empty, fresh = tmp_path / "empty-board", tmp_path / "fresh"  # a first run: nothing to fill
+    empty.mkdir()
+    fresh.mkdir()
+    (fresh / "projector").symlink_to(empty)
+    assert main(["--input", emb, "--output", str(fresh)]) == exits.BAD_CONFIG
+    assert "a link out of it" in _one_error(capsys)
+    assert list(empty.iterdir()) == [] and [p.name for p in fresh.iterdir()] == ["projector"]
