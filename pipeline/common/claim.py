@@ -96,10 +96,13 @@ class Holder:
 
 
 class Claim:
-    """Held while a run writes; a context manager that releases it (even on errors)."""
+    """Held while a run writes; a context manager that releases it (even on errors).
+    `taken_over`: the run id of the killed run whose claim this one replaced, if any (that run's
+    staging folder is provably a run's to remove: beam_embed.pipeline.common.staging)."""
 
-    def __init__(self, store, token, holder: Holder):
+    def __init__(self, store, token, holder: Holder, taken_over: str | None = None):
         self._store, self._token, self.holder = store, token, holder
+        self.taken_over = taken_over
 
     @property
     def run_id(self) -> str:
@@ -157,6 +160,6 @@ def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
         token = store.replace(me.to_bytes(), found[1])
         if token is not None:
             log(f"took over the claim of {other.describe()} on {folder}")
-            return Claim(store, token, me)
+            return Claim(store, token, me, taken_over=other.run_id)
     raise OutputBusy(f"--output {folder} is being claimed by another run at the same moment; "
                      "choose another --output or retry")

@@ -2,15 +2,15 @@
 replaces or deletes files that a manifest lists.
 
 Everything a run writes goes to its own staging folder inside the output folder
-(`STAGING_PREFIX<run id>/`), Beam's temporary `beam-temp-*` folders included. So a run never
-writes over another run's files, and Beam's finalize step (which deletes existing files that
-match its shard names) only ever sees the run's own. When the run is complete (its manifest
-written in the staging folder), `publish` swaps it in: the old manifest goes first, then the
-files it listed; the files the new manifest lists move in, the new manifest last. At every
-moment the output folder holds either a manifest with exactly the files it lists, or no
-manifest, which readers refuse. Local disks swap by renames (milliseconds); gs:// copies and
-deletes, one object at a time, and the old run stays readable until the new one is complete
-there too.
+(`STAGING_PREFIX<run id>/`, marked as a run's by `STAGING_MARKER`, its first file), Beam's
+temporary `beam-temp-*` folders included. So a run never writes over another run's files, and
+Beam's finalize step (which deletes existing files that match its shard names) only ever sees
+the run's own. When the run is complete (its manifest written in the staging folder),
+`publish` swaps it in: the old manifest goes first, then the files it listed; the files the new
+manifest lists move in, the new manifest last. At every moment the output folder holds either
+a manifest with exactly the files it lists, or no manifest, which readers refuse. Local disks
+swap by renames (milliseconds); gs:// copies and deletes, one object at a time, and the old run
+stays readable until the new one is complete there too.
 
 What a run may delete in the output folder is decided by `check_output`, before it starts:
 the files the folder's manifest lists, and the manifest. Nothing else, however much its name
@@ -21,8 +21,10 @@ run writes. Before the swap changes anything, `publish` records in the staging
 folder which files it replaces and which it moves in (`JOURNAL`): a swap cut short (a killed
 process, a lost machine) leaves that record, and the next run counts those files as a run's.
 
-Whatever a killed run left (its staging folder, `beam-temp-*` folders of older versions) is
-removed by the next run that holds the folder's claim.
+A killed run's staging folder is removed by the next run that holds the folder's claim, when
+it is provably a run's: its marker is inside, or it is the run whose claim the next one took
+over. Nothing else is taken for a leftover, whatever its name (a user's
+`.beam-embed-staging-backup/`, another tool's `beam-temp-*` folder).
 
 Every path here is used as the name it is, never as a glob pattern (literal_paths.py).
 """
@@ -50,7 +52,7 @@ from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind
 from beam_embed.process.log import log
 
 STAGING_PREFIX = ".beam-embed-staging-"
-BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's FileBasedSink: <output dir>/beam-temp-<prefix>-<uuid>/
+STAGING_MARKER = ".beam-embed-staging.json"  # {"run_id": ...}: the first file of a staging folder
 JOURNAL = "publishing.json"  # in the staging folder, written before a swap touches the output
 _SHOWN = 5  # unknown files a refusal names
 
@@ -79,6 +81,18 @@ def staging_folder(folder: str, run_id: str) -> str:
     return FileSystems.join(folder, STAGING_PREFIX + run_id)
 
 
+def make_staging(folder: str, run_id: str) -> str:
+    """Creates the run's staging folder in `folder`, its marker first: the mark by which a
+    later run tells it from a user's folder of a similar name. Returns its path."""
+    staging = staging_folder(folder, run_id)
+    marker = FileSystems.join(staging, STAGING_MARKER)
+    with naming_file(marker):
+        FileSystems.mkdirs(staging)
+        with FileSystems.create(marker) as f:
+            f.write(json.dumps({"run_id": run_id}).encode("utf-8"))
+    return staging
+
+
 def _children(folder: str, prefix: str) -> set[str]:
     """Paths of the entries of `folder` whose name starts with `prefix`, files or folders (a
     killed run's folders may be empty). Object stores have no folders: they are found through
@@ -92,12 +106,31 @@ def _children(folder: str, prefix: str) -> set[str]:
             if path.startswith(base)}
 
 
-def remove_leftovers(folder: str, keep: str | None = None) -> list[str]:
-    """Deletes staging and Beam temp folders of earlier (killed) runs in `folder`, except `keep`.
-    Call it only while holding the folder's claim: then no other run is writing them."""
-    keep = keep.rstrip("/") if keep else None
-    stale = sorted(p for prefix in (STAGING_PREFIX, BEAM_TEMP_PREFIX)
-                   for p in _children(folder, prefix) if p.rstrip("/") != keep)
+def _run_staging(path: str, taken_over: str | None = None) -> bool:
+    """Whether `path` is the staging folder of a run: the run whose claim this one took over
+    (`taken_over`, its run id), or one whose marker inside names it. A local link never is."""
+    if not is_remote(path) and (os.path.islink(path) or not os.path.isdir(path)):
+        return False
+    run_id = path.rstrip("/").rsplit("/", 1)[-1][len(STAGING_PREFIX):]
+    if run_id == taken_over:
+        return True
+    try:
+        marker = _read_json(FileSystems.join(path, STAGING_MARKER))
+    except (ValueError, OSError):
+        return False
+    return marker is not None and marker.get("run_id") == run_id
+
+
+def _run_stagings(folder: str, taken_over: str | None = None) -> list[str]:
+    return sorted(p for p in _children(folder, STAGING_PREFIX) if _run_staging(p, taken_over))
+
+
+def remove_leftovers(folder: str, taken_over: str | None = None) -> list[str]:
+    """Deletes the staging folders that earlier (killed) runs left in `folder`: those their
+    markers name, and that of the run `taken_over` (the run id of the claim this run took
+    over). Call it only while holding the folder's claim, before making this run's: then no
+    other run is writing them."""
+    stale = _run_stagings(folder, taken_over)
     if stale:
         delete_folders(stale)
     return stale
@@ -195,10 +228,10 @@ def _listed(folder: str, kind: OutputKind, flag: str) -> set[str] | None:
 
 
 def _cut_short(folder: str) -> set[str]:
-    """The names the journals of swaps cut short (in staging folders killed runs left) list:
-    the old run's files and the new run's, both a run's to replace."""
+    """The names the journals of swaps cut short (in the staging folders killed runs left)
+    list: the old run's files and the new run's, both a run's to replace."""
     names: set[str] = set()
-    for staging in sorted(_children(folder, STAGING_PREFIX)):
+    for staging in _run_stagings(folder):
         path = FileSystems.join(staging, JOURNAL)
         try:
             journal = _read_json(path)

@@ -93,6 +93,7 @@ def claimed_run(options, run, argv: list[str]) -> int:
         NothingPublished,
         check_output,
         discard,
+        make_staging,
         publish,
         remove_leftovers,
         staging_folder,
@@ -120,12 +121,13 @@ def claimed_run(options, run, argv: list[str]) -> int:
                                                                      manifest_base(run)))
         except ValueError as e:
             return _bad_config(e)
-        for path in remove_leftovers(run.output):
+        for path in remove_leftovers(run.output, claim.taken_over):
             log(f"removed {path}, left by a run that did not finish")
         staging = staging_folder(run.output, claim.run_id)
         log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
             f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}")
         try:
+            make_staging(run.output, claim.run_id)
             execute(options, run.writing_to(staging))
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)

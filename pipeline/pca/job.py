@@ -29,6 +29,7 @@ from beam_embed.pipeline.common.staging import (
     NothingPublished,
     check_output,
     discard,
+    make_staging,
     naming_file,
     publish,
     remove_leftovers,
@@ -239,12 +240,12 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
             previous = check_output(plan.output, PCA_OUTPUT, plan.overwrite)
         except ValueError as e:
             raise CommandError(str(e), exits.BAD_CONFIG) from e
-        remove_leftovers(plan.output)  # staging and Beam temp folders of killed jobs
+        remove_leftovers(plan.output, claim.taken_over)  # the staging folders of killed jobs
         staging = staging_folder(plan.output, claim.run_id)
         staged = dataclasses.replace(plan, output=staging,
                                      exports=dataclasses.replace(plan.exports, folder=staging))
         try:
-            make_folder(staging)
+            make_staging(plan.output, claim.run_id)
             manifest = _write_all(staged, options)
         except Exception as e:  # the previous run, if any, is untouched; say where this stopped
             discard(staging)

@@ -71,6 +71,7 @@ def test_killed_runs_claim_is_taken_over_only_with_overwrite(tmp_path):
     assert "--overwrite" in str(busy.value)
     with claim_output(str(tmp_path), True, ["next"]) as claim:
         assert Holder.parse((tmp_path / CLAIM).read_bytes()).run_id == claim.run_id
+        assert claim.taken_over == dead.run_id  # its staging folder is a run's to remove
     assert not (tmp_path / CLAIM).exists()
 
 

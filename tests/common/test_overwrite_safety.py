@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 from apache_beam.io.filesystem import BeamIOError, FileMetadata, FileSystem
@@ -19,8 +20,10 @@ from beam_embed.pipeline.common.errors import CommandError
 from beam_embed.pipeline.common.manifest import JOB
 from beam_embed.pipeline.common.staging import (
     JOURNAL,
+    STAGING_MARKER,
     NothingPublished,
     check_output,
+    make_staging,
     publish,
     remove_leftovers,
     staging_folder,
@@ -118,7 +121,7 @@ def test_a_swap_cut_short_is_replaced_by_the_next_run_and_nothing_else(tmp_path,
     _write_run(tmp_path, "old", _shards(3))
     (tmp_path / "embeddings-final-v2.parquet").write_text("mine")
     previous = check_output(str(tmp_path), JOB, overwrite=True)
-    killed = tmp_path / ".beam-embed-staging-killed"
+    killed = Path(make_staging(str(tmp_path), "killed"))
     _write_run(killed, "killed", _shards(2))
     real_rename = FileSystems.rename
 
@@ -132,6 +135,7 @@ def test_a_swap_cut_short_is_replaced_by_the_next_run_and_nothing_else(tmp_path,
     monkeypatch.undo()
     assert not (tmp_path / "manifest.json").exists() and (killed / JOURNAL).exists()
     assert sorted(_files(tmp_path)) == [  # the killed run's first shard and the user's file
+        f".beam-embed-staging-killed/{STAGING_MARKER}",
         ".beam-embed-staging-killed/embeddings-00001-of-00002.parquet",
         ".beam-embed-staging-killed/errors-00000-of-00001.jsonl",
         ".beam-embed-staging-killed/manifest.json", f".beam-embed-staging-killed/{JOURNAL}",

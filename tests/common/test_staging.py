@@ -11,9 +11,11 @@ from apache_beam.io.filesystems import FileSystems
 from beam_embed.pipeline.common.errors import CommandError
 from beam_embed.pipeline.common.manifest import JOB
 from beam_embed.pipeline.common.staging import (
+    STAGING_MARKER,
     NothingPublished,
     Previous,
     check_output,
+    make_staging,
     publish,
     remove_leftovers,
     staging_folder,
@@ -85,13 +87,27 @@ def test_publish_refuses_a_run_without_its_manifest(tmp_path):
     assert json.loads((tmp_path / "manifest.json").read_text())["tag"] == "old"
 
 
-def test_leftovers_of_killed_runs_are_removed_but_not_the_current_one(tmp_path):
-    for name in (".beam-embed-staging-dead1", ".beam-embed-staging-live",
-                 "beam-temp-embeddings-0a1b2c", "kept"):
-        (tmp_path / name / "sub").mkdir(parents=True)
-        (tmp_path / name / "sub" / "part.parquet").write_text("x")
-    (tmp_path / ".beam-embed-staging-dead2" / "beam-temp-x").mkdir(parents=True)  # no files yet
-    removed = remove_leftovers(str(tmp_path), keep=str(tmp_path / ".beam-embed-staging-live"))
+def test_only_staging_folders_provably_a_runs_are_removed_as_leftovers(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / STAGING_MARKER).write_text(json.dumps({"run_id": "linked"}))
+    out = tmp_path / "out"
+    for run_id in ("dead1", "dead2"):  # killed runs: their markers name them
+        staging = make_staging(str(out), run_id)
+        (out / f".beam-embed-staging-{run_id}" / "sub").mkdir()
+        (out / f".beam-embed-staging-{run_id}" / "sub" / "part.parquet").write_text("x")
+        assert staging == str(out / f".beam-embed-staging-{run_id}")
+    (out / ".beam-embed-staging-taken" / "beam-temp-x").mkdir(parents=True)  # killed unmarked
+    mine = {".beam-embed-staging-backup/notes.txt": "mine", "beam-temp-results/a.csv": "mine",
+            "beam-temp-notes.txt": "mine", ".beam-embed-staging-other/.beam-embed-staging.json":
+            json.dumps({"run_id": "dead1"})}  # a marker copied into a folder of another name
+    for name, text in mine.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    (out / ".beam-embed-staging-linked").symlink_to(outside)
+    removed = remove_leftovers(str(out), taken_over="taken")
     assert sorted(p.rsplit("/", 1)[1] for p in removed) == [
-        ".beam-embed-staging-dead1", ".beam-embed-staging-dead2", "beam-temp-embeddings-0a1b2c"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".beam-embed-staging-live", "kept"]
+        ".beam-embed-staging-dead1", ".beam-embed-staging-dead2", ".beam-embed-staging-taken"]
+    assert {str(p.relative_to(out)): p.read_text() for p in out.rglob("*")
+            if p.is_file() and not p.is_relative_to(out / ".beam-embed-staging-linked")} == mine
+    assert (outside / "sub").is_dir() and (out / ".beam-embed-staging-linked").is_symlink()

@@ -149,8 +149,8 @@ def _copy(gcs, source: str, *folders: str) -> None:
 
 def test_glob_characters_in_a_gcs_output_are_part_of_its_name(gcs, tiny_export):
     """`--output gs://.../exp[1]` beside `exp1` (a copy of the run): only `exp[1]` is replaced,
-    and its TFRecord shards are counted through Beam's client (TensorFlow's would ask Google,
-    whatever the emulator setting)."""
+    another tool's `beam-temp-*` folder in it stays, and its TFRecord shards are counted
+    through Beam's client (TensorFlow's would ask Google, whatever the emulator setting)."""
     gcs.upload("a.txt", _lines(6, "old"))
     gcs.upload("b.txt", _lines(5, "new"))
     args = ["run", "--model", tiny_export, "--progress_every", "0", "--input", gcs.path("b.txt"),
@@ -160,19 +160,20 @@ def test_glob_characters_in_a_gcs_output_are_part_of_its_name(gcs, tiny_export):
     for folder in ("exp[1]", "exp1"):
         for name, data in MINE.items():
             gcs.upload(f"{folder}/{name}", data)
+    gcs.upload("exp[1]/beam-temp-results/scores.csv", b"another tool's")
     before = gcs.snapshot("exp1")
 
     code = cli([*args, "--format", "parquet"])
     assert gcs.snapshot("exp1") == before
     assert code == exits.OK
     after = gcs.snapshot("exp[1]")
-    assert set(after) == _run_files(after) | set(MINE)
+    assert set(after) == _run_files(after) | set(MINE) | {"beam-temp-results/scores.csv"}
     assert _texts(after) == sorted(f"new the cat sat on the mat {i}" for i in range(5))
 
     assert cli([*args, "--format", "parquet,tfrecord"]) == exits.OK  # not stuck
     assert gcs.snapshot("exp1") == before
     after = gcs.snapshot("exp[1]")
-    assert set(after) == _run_files(after) | set(MINE)
+    assert set(after) == _run_files(after) | set(MINE) | {"beam-temp-results/scores.csv"}
     assert json.loads(after["manifest.json"])["rows"]["embeddings-00000-of-00001.tfrecord"] == 5
 
 

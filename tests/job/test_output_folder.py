@@ -130,8 +130,8 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
     after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != CLAIM}
     assert after == before  # the old run is whole, and readable
     check_shards(load_embedding_set(str(out)), "parquet")
-    (out / "beam-temp-embeddings-0123abcd" / "sub").mkdir(parents=True)  # an older version's
-    (out / "beam-temp-embeddings-0123abcd" / "sub" / "part").write_bytes(b"x" * 1000)
+    [left] = [p for p in out.iterdir() if p.name.startswith(".beam-embed-staging-")]
+    assert left.name == f".beam-embed-staging-{killed.run_id}"
 
     new_corpus = write_lines(str(tmp_path / "new.txt"), ["a new cat", "a new dog", "a new bird"])
     args = ["--output", str(out), "--progress_every", "0", "--input", new_corpus, "--model",
@@ -142,8 +142,8 @@ def test_a_killed_replacement_leaves_the_old_run_and_overwrite_cleans_up(tiny_ex
     assert main([*args, "--overwrite"]) == exits.OK
     err = capsys.readouterr().err
     assert f"took over the claim of run {killed.run_id} (pid {killed.pid} on" in err
-    assert "removed " in err and "beam-temp-embeddings-0123abcd, left by a run" in err
-    manifest = _consistent(out)  # staging and beam-temp leftovers are gone, the claim too
+    assert f"removed {left}, left by a run that did not finish" in err
+    manifest = _consistent(out)  # the killed run's staging folder is gone, the claim too
     assert manifest["counts"]["embedded"] == 3
     assert {r["text"] for r in parquet_rows(str(out)).values()} == {
         "a new cat", "a new dog", "a new bird"}

@@ -1,6 +1,6 @@
 """`run`'s output folder is taken as it is: `[ ] * ?` in its name are no pattern (a run into
-`runs/exp[1]` never touches `runs/exp1`), and a name its manifest lists never leads the swap out
-of it through a link."""
+`runs/exp[1]` never touches `runs/exp1`), a name its manifest lists never leads the swap out of
+it through a link, and only what a run provably made is cleaned up as a leftover."""
 
 from __future__ import annotations
 
@@ -103,4 +103,43 @@ def test_overwrite_never_deletes_through_a_link_out_of_the_folder(tiny_export, t
         f"inside its folder: it leads out of it through a link (lnk -> {outside}); nothing "
         "there is replaced on its word")
     assert (outside / "notes.txt").read_text() == "mine"
+    assert _files(out) == before
+
+
+MINE = {"beam-temp-notes.txt": b"mine", "beam-temp-results/scores.csv": b"a,b\n1,2\n",
+        ".beam-embed-staging-backup/notes.txt": b"mine"}
+
+
+def test_a_run_removes_no_leftover_that_a_run_did_not_provably_make(tiny_export, tmp_path,
+                                                                    capsys):
+    out = tmp_path / "out"
+    for name, data in MINE.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_bytes(data)
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat", "the dog ran"])
+    args = ["--output", str(out), "--progress_every", "0", "--input", corpus, "--model",
+            tiny_export]
+    assert main(args) == exits.OK
+    assert "removed " not in capsys.readouterr().err
+    assert set(_files(out)) == _run_files(out) | set(MINE)
+    assert {n: (out / n).read_bytes() for n in MINE} == MINE
+
+
+def test_a_journal_in_a_folder_no_run_made_makes_no_file_a_runs(tiny_export, tmp_path, capsys):
+    """A swap's record (publishing.json) counts only in a run's own staging folder: in a
+    folder of a staging folder's name without its marker it names nothing to replace."""
+    out = tmp_path / "out"
+    (out / ".beam-embed-staging-backup").mkdir(parents=True)
+    (out / ".beam-embed-staging-backup" / "publishing.json").write_text(json.dumps(
+        {"replaced": ["embeddings-final-v2.parquet"], "new": []}))
+    (out / "embeddings-final-v2.parquet").write_bytes(b"mine")
+    before = _files(out)
+    corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat"])
+    code = main(["--output", str(out), "--progress_every", "0", "--input", corpus, "--model",
+                 tiny_export, "--overwrite"])
+    assert code == exits.BAD_CONFIG
+    assert _one_error(capsys.readouterr().err) == (
+        f"beam-embed run: --output {str(out)!r} holds files that look like `beam-embed run` "
+        "outputs but no manifest.json lists them (embeddings-final-v2.parquet); files no "
+        "manifest lists are never deleted: move them or choose another --output")
     assert _files(out) == before
