@@ -43,10 +43,11 @@ def verbose_requested(argv) -> bool:
     return is_verbose() or any(a in ("-v", "--verbose") for a in argv)
 
 
-def configure(verbose: bool) -> None:
+def configure(verbose: bool, keep_levels: bool = False) -> None:
     """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads.
     Beam's gs:// credentials look is replaced by one that does not retry for ~25 s
-    (beam_embed.pipeline.common.gcs_auth), verbose or not."""
+    (beam_embed.pipeline.common.gcs_auth), verbose or not. `keep_levels`: a library logger
+    that has a level of its own keeps it (the Python API runs inside a user's logging set-up)."""
     from beam_embed.pipeline.common import gcs_auth
 
     gcs_auth.install()
@@ -57,7 +58,8 @@ def configure(verbose: bool) -> None:
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+        if not (keep_levels and logging.getLogger(name).level):
+            logging.getLogger(name).setLevel(logging.ERROR)
     for name in FORWARDING_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropHarmless) for f in logger.filters):
