@@ -253,5 +253,5 @@ class WriteEmbeddings(beam.PTransform):
                   count(dead, "Dead", lambda d: [
                       ("read", 1), ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
         manifest = p | "WriteManifest" >> WriteManifest(
-            staging, manifest_base(run.writing_to(staging)), counts, written, COUNTS)
+            staging, manifest_base(run), counts, written, COUNTS)
         return manifest | "Publish" >> beam.ParDo(_Publish(output, staging), claimed)
