@@ -111,6 +111,32 @@ def test_reading_the_output_snippets_work_on_any_run(run, index, request, capsys
     assert expected in printed
 
 
+def api_snippets() -> list[str]:
+    section = _read("README.md").split("## Use it from Python", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_python_api_examples_run_as_written(clone, capsys, monkeypatch):
+    monkeypatch.chdir(clone)
+    rows = parquet_rows("output/embeddings")
+    printed = []
+    for index, code in enumerate(api_snippets()):
+        exec(compile(code, f"README API example {index}", "exec"), {})
+        printed.append(capsys.readouterr().out)
+    assert len(printed) == 5
+    lines = sorted(printed[0].splitlines())
+    assert lines[0] == "not embedded: q3 empty text"
+    assert lines[1].startswith("q1 (384,) ") and lines[2].startswith("q2 (384,) ")
+    written = parquet_rows("output/from_python")  # what `run` writes, read as a run is
+    assert sorted(written) == ["q1", "q2"] and len(written["q1"]["mean"]) == 384
+    assert printed[1] == "q1 float32 (384,)\n"
+    assert printed[2] == "1 384 384\n"
+    assert printed[3] == (f"({len(rows)}, 384) ['id', 'text', 'source', 'topic', 'num_tokens', "
+                          "'truncated']\n")
+    first, tokens = printed[4].splitlines()
+    assert first.startswith("(2, 384) 0.") and tokens.startswith("[('The', ['the']), ('BRCA1', ")
+
+
 def test_docs_point_at_nothing_outside_the_repository():
     for name in ["README.md", *glob.glob("docs/*.md", root_dir=ROOT)]:
         text = _read(name)

@@ -44,8 +44,10 @@ def verbose_requested(argv) -> bool:
     return is_verbose() or any(a in ("-v", "--verbose") for a in argv)
 
 
-def quiet_libraries(verbose: bool) -> None:
-    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads."""
+def quiet_libraries(verbose: bool, keep_levels: bool = False) -> None:
+    """Quiet libraries (the default) or let them speak (`verbose`); before TensorFlow loads.
+    `keep_levels`: a library logger that has a level of its own keeps it (the Python API runs
+    inside a user's logging set-up)."""
     set_verbose(verbose)
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -53,7 +55,8 @@ def quiet_libraries(verbose: bool) -> None:
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+        if not (keep_levels and logging.getLogger(name).level):
+            logging.getLogger(name).setLevel(logging.ERROR)
     for name in FORWARDING_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropHarmless) for f in logger.filters):

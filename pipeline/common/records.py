@@ -36,6 +36,14 @@ class DistinctText(Record):
 
 @dataclasses.dataclass(frozen=True)
 class DeadLetter:
+    """A record (a Python API element) that was not embedded: a line of a run's errors files.
+
+    `id`: the record's id (an API element's as given; None for a plain text); `source`: its file
+    (None for an API element); `reason`: why, in words ("empty text", "text is N bytes, over
+    --max-text-bytes=M", "encoder failed: ..."); `excerpt`: the start of its text; `kind`:
+    "empty", "incomplete" (the rest of a file that broke off) or "error". `to_json()`: the
+    errors file's JSON object."""
+
     id: str
     source: str
     reason: str

@@ -83,11 +83,14 @@ def staging_folder(folder: str, run_id: str) -> str:
 
 def make_staging(folder: str, run_id: str) -> str:
     """Creates the run's staging folder in `folder`, its marker first: the mark by which a
-    later run tells it from a user's folder of a similar name. Returns its path."""
+    later run tells it from a user's folder of a similar name. Returns its path. The folder of
+    this run id may exist already (a Beam write step of the run's own pipeline made it; the id
+    is the run's alone): it is marked all the same."""
     staging = staging_folder(folder, run_id)
     marker = FileSystems.join(staging, STAGING_MARKER)
     with naming_file(marker):
-        FileSystems.mkdirs(staging)
+        if not FileSystems.exists(staging):
+            FileSystems.mkdirs(staging)
         with FileSystems.create(marker) as f:
             f.write(json.dumps({"run_id": run_id}).encode("utf-8"))
     return staging

@@ -41,10 +41,16 @@ class Tokenizer:
 
 
 def load_tokenizer(label: str) -> Tokenizer:
-    from beam_embed.models.encoders import encoder_kind
     from beam_embed.models.spec import encoder_spec
 
-    spec = encoder_spec(label)
+    return tokenizer_of(encoder_spec(label), label)
+
+
+def tokenizer_of(spec, label: str) -> Tokenizer:
+    """The tokenizer of the model of `spec` (beam_embed.models.spec.EncoderSpec), `label` in
+    messages and reports."""
+    from beam_embed.models.encoders import encoder_kind
+
     try:
         pieces = encoder_kind(spec.kind).encoder_class().wordpieces(spec)
     except ValueError as e:

@@ -44,14 +44,16 @@ def sample_texts(run, limit: int = CALIBRATION_ROWS) -> list[str]:
     return texts[:limit]
 
 
-def vector_storage(run, calibrate: bool = True) -> tuple[StoredVectors, ...]:
-    """Each pooling column's storage, in the run's widths' order. int8 is calibrated on a sample
-    of the run's files (a ValueError when they hold no text to calibrate on); not `calibrate`
-    (a dry run, which reads no data): int8 without its ranges, which only describes the job."""
+def vector_storage(run, calibrate: bool = True,
+                   texts: list[str] | None = None) -> tuple[StoredVectors, ...]:
+    """Each pooling column's storage, in the run's widths' order. int8 is calibrated on `texts`
+    (the Python API's sample), else on a sample of the run's files (a ValueError when they hold
+    no text to calibrate on); not `calibrate` (a dry run, which reads no data): int8 without its
+    ranges, which only describes the job."""
     dtype = run.settings.vector_dtype
     if dtype != "int8" or not calibrate:
         return tuple(StoredVectors(dtype, width) for _, width in run.widths)
-    texts = sample_texts(run)
+    texts = sample_texts(run) if texts is None else list(texts)[:CALIBRATION_ROWS]
     if not texts:
         raise ValueError("--vector_dtype int8 calibrates its ranges on the input's first "
                          "records, and the input holds no text to embed; expected at least one")

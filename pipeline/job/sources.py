@@ -322,7 +322,7 @@ class FindDuplicateIds(beam.PTransform):
                 | "SumShards" >> beam.CombineGlobally(_SumDuplicates()))
 
 
-class _Prepare(beam.DoFn):
+class PrepareTexts(beam.DoFn):
     """Whitespace clean-up, empty texts set aside, optional sentence splitting."""
 
     def __init__(self, clean: bool, split: str):
@@ -373,7 +373,7 @@ class ReadCorpus(beam.PTransform):
         if self._spread:  # one file is read by one worker: spread its records over all of them
             records = records | "SpreadRecords" >> beam.Reshuffle()
         prepared = (records
-                    | "PrepareTexts" >> beam.ParDo(_Prepare(self._clean, self._split))
+                    | "PrepareTexts" >> beam.ParDo(PrepareTexts(self._clean, self._split))
                     .with_outputs(DEAD, main="records"))
         dead = ((read[DEAD], prepared[DEAD]) | "MergeDeadLetters" >> beam.Flatten())
         return {"records": prepared.records, "dead": dead, "read_records": read.records,

@@ -4,7 +4,8 @@ formats exist.
 
 An entry holds the format's functions themselves: its writer (the job's), its row counter (the
 manifest's `rows` and the shard check), and the readers of whichever commands can read it: pca's
-blocks of whole records, --reuse's previous rows, search's column scan and rows by number. A
+blocks of whole records, --reuse's previous rows, search's column scan and rows by number, the
+Python API's whole shards. A
 command asks the entry (or `readers`, for the formats it can read) instead of branching on a
 format's name. The format modules import Beam, pyarrow and TensorFlow inside their functions
 only, so this registry, the flag help and every flag check stay free of them. Adding a format =
@@ -44,6 +45,10 @@ class OutputFormat:
     # time; fetch_rows(paths, rows, columns) -> {row: values} for rows numbered across the files
     read_column: Callable | None = None
     fetch_rows: Callable | None = None
+    # the Python API's read_embeddings: read_table(path, columns, pooling, rows) -> one shard as a
+    # pyarrow Table of `columns` + the pooling's column as Parquet stores it, in file order (a
+    # shard whose rows were not counted up front is checked against `rows`, as pca's blocks)
+    read_table: Callable | None = None
     tensorflow: bool = False  # reading it loads TensorFlow (pca loads it quietly first)
     writes_files: bool = True  # False: it writes no shards, the manifest lists no files for it
 
@@ -54,11 +59,11 @@ OUTPUT_FORMATS: dict[str, OutputFormat] = {
         "parquet", parquet.SUFFIX, "Parquet", parquet.write, parquet.count_rows,
         rows_up_front=True, read_blocks=parquet.read_blocks,
         read_previous=parquet.read_previous, read_column=parquet.read_column,
-        fetch_rows=parquet.fetch_rows),
+        fetch_rows=parquet.fetch_rows, read_table=parquet.read_table),
     "tfrecord": OutputFormat(
         "tfrecord", tfrecord.SUFFIX, "TFRecord", tfrecord.write, tfrecord.count_rows,
         read_blocks=tfrecord.read_blocks, read_previous=tfrecord.read_previous,
-        tensorflow=True),
+        read_table=tfrecord.read_table, tensorflow=True),
 }
 
 

@@ -172,6 +172,15 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
             yield text, tuple(v[i].copy() for v in vectors), tokens[i], truncated[i]
 
 
+def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
+    """read_embeddings: the shard's `columns` and the pooling's column (its rows were checked
+    against the manifest from the footers before: beam_embed.pipeline.common.shards)."""
+    import pyarrow.parquet as pq
+
+    with _open(path) as f:
+        return pq.ParquetFile(f).read([*columns, pooling.column], use_threads=False)
+
+
 def read_column(path: str, column: str):
     """search: the column a row group at a time (the job's writer keeps them near 64 MB):
     pyarrow's iter_batches was measured holding a whole 250,000-row shard's column instead."""

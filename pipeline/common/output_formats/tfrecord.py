@@ -328,6 +328,23 @@ def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
                                           ).with_output_types(pa.Table))
 
 
+def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
+    """read_embeddings: the shard parsed as pca's blocks are (`parse_examples`), BLOCK_RECORDS
+    at a time, checked against the row count the manifest has for it (`rows`)."""
+    import itertools
+
+    import pyarrow as pa
+
+    records = _shard_records(path, rows)
+    blocks = [parse_examples(chunk, columns, pooling)
+              for chunk in iter(lambda: list(itertools.islice(records, BLOCK_RECORDS)), [])]
+    if blocks:
+        return pa.concat_tables(blocks)
+    types = {"num_tokens": pa.int32(), "truncated": pa.bool_()}  # as parse_examples gives them
+    return pa.table({**{c: pa.array([], types.get(c, pa.string())) for c in columns},
+                     pooling.column: pa.array([], pooling.stored().arrow_type())})
+
+
 def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
     """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per record,
     each record's CRC checked."""

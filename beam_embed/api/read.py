@@ -1,0 +1,58 @@
+"""read_embeddings: a finished run's folder (written by `beam-embed run` or WriteEmbeddings,
+local or gs://, any --vector_dtype) read into memory, as the commands read it: the manifest's
+view (EmbeddingSet), the shards it lists checked (each present, rows adding up), each shard
+read by its format's module, the vectors decoded to float32 (vector_dtypes.read_back)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["StoredEmbeddings", "read_embeddings"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredEmbeddings:
+    """A run's records in shard order: `ids` (a list of str), `vectors` (float32
+    [rows, width], one pooling's; int8 and binary runs decoded as `search` reads them),
+    `table` (a pyarrow Table of the other columns: id, text when the run wrote it, source, the
+    metadata columns, num_tokens, truncated), `pooling` (the vectors' column) and `manifest`
+    (the run's manifest.json, as a dict)."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    table: pa.Table
+    pooling: str
+    manifest: dict
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
+    """The run in the folder `path` (local or gs://): its records with the vectors of `pooling`
+    (a pooling's name or column; default the run's first), read from the first format it wrote
+    that this reader reads (Parquet, then TFRecord). A missing, damaged or replaced shard is an
+    error naming it, never fewer rows."""
+    from beam_embed.models.tf_import import import_tensorflow
+    from beam_embed.pipeline.common.embedding_set import load_embedding_set
+    from beam_embed.pipeline.common.shards import check_shards
+    from beam_embed.pipeline.common.vector_dtypes import read_back
+
+    found = load_embedding_set(path.rstrip("/"))
+    chosen = found.pooling(pooling)
+    fmt = found.first_with("read_table")
+    if fmt is None:
+        raise ValueError(f"{found.manifest_path} lists no shards read_embeddings reads (formats "
+                         f"{sorted(found.files)})")
+    if fmt.tensorflow:
+        import_tensorflow()  # quietly
+    tables = [fmt.read_table(shard, found.columns, chosen, found.rows)
+              for shard in check_shards(found, fmt.name)]
+    table = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
+    vectors = read_back(table.column(chosen.column), chosen.stored(), chosen.column)
+    table = table.drop_columns([chosen.column])
+    return StoredEmbeddings(table.column("id").to_pylist(), vectors, table, chosen.column,
+                            found.manifest.to_json())

@@ -1,0 +1,275 @@
+"""WriteEmbeddings: EmbedTexts' output written as `beam-embed run` writes a run, so `pca`,
+`search`, `eval`, `--reuse` and `read_embeddings` read it: the format modules' shards with the
+run's schema, the errors files, the manifest (the model and settings of the EmbedTexts upstream),
+the same claim, staging folder and publish swap.
+
+The run holds its output folder's claim from before its first write to its swap. Inside a user's
+pipeline the same span is two steps: the first (on one worker) takes the claim, checks the
+folder and clears what killed runs left, and every write waits for it (a side input); the last
+publishes the staging folder and releases the claim. A pipeline that fails in between leaves
+its claim and staging folder as a killed run does: `overwrite=True` takes them over, including
+a claim this very process took for a write that did not finish.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import apache_beam as beam
+
+from beam_embed.api.elements import Embedding
+from beam_embed.api.keywords import run_settings
+from beam_embed.api.quiet import LOGGER
+from beam_embed.pipeline.common.records import EMPTY, DeadLetter, EmbeddedBatch, Record
+
+__all__ = ["WriteEmbeddings"]
+
+ACCEPTED = ("formats", "vector_dtype", "num_shards", "include_text", "metadata_fields",
+            "overwrite")
+BATCH = 512  # rows converted and written together, as an inference batch's most
+COMMAND = "WriteEmbeddings"
+# Claims this process took for writes that have not published yet: folder -> (Claim, the run id
+# of its staging folder). One whose pipeline failed is released by the next write to that folder
+# with overwrite=True, which removes its staging folder too.
+_UNFINISHED: dict = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Claimed:
+    """What the claim step hands the publish step (maybe in another process)."""
+
+    holder: object  # claim.Holder: whose claim the publish step releases
+    previous: object  # staging.Previous: what the swap may replace
+
+
+def _release(output: str, holder) -> None:
+    """Releases the claim on `output` if `holder` still holds it (the store compares the token
+    it read, so a claim taken over since is left alone)."""
+    from beam_embed.pipeline.common.claim import Claim, Holder
+    from beam_embed.pipeline.common.claim_stores import store_for
+
+    store = store_for(output)
+    found = store.read()
+    if found is not None and Holder.parse(found[0]).run_id == holder.run_id:
+        Claim(store, found[1], holder).release()
+
+
+class _Claim(beam.DoFn):
+    def __init__(self, output: str, run_id: str, overwrite: bool):
+        self._output, self._run_id, self._overwrite = output, run_id, overwrite
+
+    def process(self, _):
+        from beam_embed.pipeline.common.staging import discard, staging_folder
+
+        try:
+            yield self._claim()
+        except BaseException:  # refused: the write steps may have made this write's staging
+            discard(staging_folder(self._output, self._run_id))  # folder (its id is its own)
+            raise
+
+    def _claim(self):
+        from beam_embed.pipeline.common.claim import OutputBusy, claim_output
+        from beam_embed.pipeline.common.manifest import JOB, make_folder
+        from beam_embed.pipeline.common.staging import (
+            check_output,
+            make_staging,
+            remove_leftovers,
+        )
+
+        make_folder(self._output)
+        stale = _UNFINISHED.get(self._output)
+        if stale is not None and not self._overwrite:
+            raise OutputBusy(f"{self._output} is claimed by an earlier WriteEmbeddings of this "
+                             "process that did not finish (its pipeline failed); pass "
+                             "overwrite=True to take the claim over")
+        taken_over = None
+        if stale is not None:
+            LOGGER.warning("took over the claim on %s of an earlier write of this process "
+                           "that did not finish", self._output)
+            stale_claim, taken_over = stale
+            stale_claim.release()
+            del _UNFINISHED[self._output]
+        claim = claim_output(self._output, self._overwrite, [COMMAND, self._output])
+        try:
+            previous = check_output(self._output, JOB, self._overwrite)
+            for path in remove_leftovers(self._output, claim.taken_over or taken_over):
+                LOGGER.warning("removed %s, left by a run that did not finish", path)
+            make_staging(self._output, self._run_id)  # marked as this write's
+        except BaseException:
+            claim.release()
+            raise
+        _UNFINISHED[self._output] = (claim, self._run_id)
+        return _Claimed(claim.holder, previous)
+
+
+class _Publish(beam.DoFn):
+    def __init__(self, output: str, staging: str):
+        self._output, self._staging = output, staging
+
+    def process(self, _, claimed: _Claimed):
+        from beam_embed.pipeline.common.manifest import JOB
+        from beam_embed.pipeline.common.staging import NothingPublished, discard, publish
+
+        _UNFINISHED.pop(self._output, None)
+        try:
+            replaced = publish(self._staging, self._output, JOB, claimed.previous)
+        except NothingPublished:
+            discard(self._staging)
+            raise
+        finally:
+            _release(self._output, claimed.holder)
+        if replaced:
+            LOGGER.info("replaced the previous run in %s (%d files)", self._output,
+                        len(replaced))
+        yield self._output
+
+
+def _batch(embeddings: list[Embedding], metadata_fields: tuple[str, ...]) -> EmbeddedBatch:
+    """Embeddings as the job's inference batch, the sinks' input; metadata as strings, as the
+    run writes them."""
+    import numpy as np
+
+    records = []
+    for e in embeddings:
+        if e.id is None:
+            raise ValueError(f"WriteEmbeddings writes an id for every row, and the Embedding of "
+                             f"{e.text[:80]!r} has none: give EmbedTexts (id, text) pairs or "
+                             "dicts with an id")
+        meta = tuple((k, None if e.fields.get(k) is None else str(e.fields[k]))
+                     for k in metadata_fields)
+        records.append(Record(str(e.id), e.text, "", meta))
+    columns = embeddings[0].vectors
+    return EmbeddedBatch(
+        records=tuple(records),
+        vectors={c: np.stack([e.vectors[c] for e in embeddings]) for c in columns},
+        num_tokens=np.array([e.num_tokens for e in embeddings], np.int32),
+        truncated=np.array([e.truncated for e in embeddings], bool))
+
+
+def _errors_line(dead: DeadLetter) -> DeadLetter:
+    """A dead letter as the run's errors files hold it: its id a string."""
+    return dead if dead.id is None else dataclasses.replace(dead, id=str(dead.id))
+
+
+def upstream_embed_texts(*pcolls):
+    """The EmbedTexts that made `pcolls` (searched through the transforms between), whose
+    model and settings the manifest records; a ValueError when there is none, or several that
+    differ."""
+    from beam_embed.api.embed_texts import EmbedTexts
+
+    found, seen, queue = {}, set(), list(pcolls)
+    while queue:
+        applied = getattr(queue.pop(), "producer", None)
+        if applied is None or id(applied) in seen:
+            continue
+        seen.add(id(applied))
+        node = applied
+        while node is not None and not isinstance(node.transform, EmbedTexts):
+            node = node.parent
+        if node is not None:
+            found[(node.transform.spec, node.transform.settings)] = node.transform
+        else:
+            queue += [p for p in applied.inputs if isinstance(p, beam.PCollection)]
+    if len(found) != 1:
+        what = "no EmbedTexts" if not found else f"{len(found)} EmbedTexts of other settings"
+        raise ValueError(f"WriteEmbeddings writes what one EmbedTexts made (its model and "
+                         f"settings go into the manifest), and found {what} upstream")
+    return next(iter(found.values()))
+
+
+class WriteEmbeddings(beam.PTransform):
+    """Writes EmbedTexts' Embeddings (and, given `(embeddings, dead_letters)` as
+    `.with_exception_handling()` returns them, its dead letters) into the folder `output`
+    (local or gs://) as `beam-embed run` writes a run: Parquet and TFRecord shards, errors
+    files and manifest.json, so `beam-embed pca`, `search`, `eval`, `run --reuse` and
+    `read_embeddings` read it.
+
+    Keywords, as the run's flags: `formats` (["parquet", "tfrecord"]), `vector_dtype`
+    ("float32", "float16", "int8" or "binary"), `num_shards` (0: the runner decides),
+    `include_text` (True), `metadata_fields` (the Embeddings' fields written as string columns;
+    none by default), `overwrite` (replace a previous run in `output`; also take over the claim
+    of a write that did not finish). int8 calibrates each dimension's range before writing, on
+    `calibration_texts` (up to 1,000 texts, embedded here), which it then needs. Every
+    Embedding needs an id (EmbedTexts gives a plain text none).
+
+    The output folder is checked here, before the pipeline runs; the run is written to a
+    staging folder inside it under the folder's claim and swapped in when complete (a failed
+    pipeline leaves the previous run untouched). Returns a PCollection holding `output` once
+    published."""
+
+    def __init__(self, output: str, formats: list[str] | None = None,
+                 vector_dtype: str | None = None, calibration_texts: list[str] | None = None,
+                 **settings):
+        from beam_embed.pipeline.common.manifest import JOB
+        from beam_embed.pipeline.common.staging import check_output
+
+        super().__init__()
+        self.settings = run_settings(COMMAND, {"formats": formats, "vector_dtype": vector_dtype,
+                                               **settings}, ACCEPTED,
+                                     renamed={"formats": "format"}, output=output)
+        self._calibration = calibration_texts
+        if self.settings.vector_dtype == "int8" and not calibration_texts:
+            raise ValueError("vector_dtype='int8' stores each dimension in a range calibrated "
+                             "before writing: pass calibration_texts=[...] (a sample of the "
+                             "texts, up to 1,000 of them)")
+        check_output(self.settings.output, JOB, self.settings.overwrite)
+
+    def _run(self, embed):
+        """The ResolvedRun the manifest is made from: EmbedTexts' settings and model with this
+        transform's output settings, each pooling's width and storage (the model is loaded
+        here, as the run's launcher loads it)."""
+        from beam_embed.pipeline.job.build import probe_widths
+        from beam_embed.pipeline.job.calibration import vector_storage
+        from beam_embed.pipeline.job.cleaning import clean_text
+        from beam_embed.pipeline.job.resolved import ResolvedRun
+
+        s = self.settings
+        settings = dataclasses.replace(
+            embed.settings, output=s.output, format=s.format, vector_dtype=s.vector_dtype,
+            num_shards=s.num_shards, include_text=s.include_text,
+            metadata_fields=s.metadata_fields, overwrite=s.overwrite)
+        run = ResolvedRun(settings, embed.spec)
+        run = dataclasses.replace(run, widths=probe_widths(run))
+        texts = [clean_text(t) if settings.clean else t for t in self._calibration or ()]
+        return dataclasses.replace(run, stored=vector_storage(run, texts=texts))
+
+    def expand(self, pvalue):
+        from beam_embed.pipeline.common.output_formats import output_format
+        from beam_embed.pipeline.common.staging import staging_folder
+        from beam_embed.pipeline.job.build import COUNTS, manifest_base
+        from beam_embed.pipeline.job.sinks import (
+            OutputSchema,
+            WriteDeadLetters,
+            WriteManifest,
+            count,
+        )
+
+        embeddings, dead = pvalue if isinstance(pvalue, tuple) else (pvalue, None)
+        p = embeddings.pipeline
+        run = self._run(upstream_embed_texts(embeddings, *([dead] if dead else [])))
+        s, output = run.settings, run.output
+        run_id = uuid.uuid4().hex[:12]
+        staging = staging_folder(output, run_id)
+        claimed = beam.pvalue.AsSingleton(
+            p | "Start" >> beam.Create([None]) | "Claim" >> beam.ParDo(
+                _Claim(output, run_id, s.overwrite)))
+        if dead is None:
+            dead = p | "NoDeadLetters" >> beam.Create([]).with_output_types(DeadLetter)
+        batches = (embeddings
+                   | "AfterClaim" >> beam.Map(lambda e, _: e, claimed)
+                   | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH)
+                   | "ToBatches" >> beam.Map(_batch, s.metadata_fields))
+        dead = (dead | "DeadAfterClaim" >> beam.Map(lambda d, _: _errors_line(d), claimed))
+        schema = OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
+        written = [batches | f"Write{fmt.title()}" >> output_format(fmt).write(
+            staging, schema, s.num_shards) for fmt in s.format]
+        written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(staging))
+        counts = [count(batches, "Embedded", lambda b: [
+                      ("read", len(b)), ("embedded", len(b)),
+                      ("truncated", int(b.truncated.sum())), ("tokens", int(b.num_tokens.sum()))]),
+                  count(dead, "Dead", lambda d: [
+                      ("read", 1), ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
+        manifest = p | "WriteManifest" >> WriteManifest(
+            staging, manifest_base(run), counts, written, COUNTS)
+        return manifest | "Publish" >> beam.ParDo(_Publish(output, staging), claimed)
