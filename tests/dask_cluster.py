@@ -1,0 +1,112 @@
+"""A loopback dask.distributed cluster for the tests that run on one: a scheduler and two workers
+of one thread each, every one a process of its own started as a user starts them (`dask
+scheduler`, `dask worker`, each worker under its nanny), on 127.0.0.1 with ports the system
+picks. `dask_cluster` is one for the whole session (its scheduler's address); a test that kills
+a worker starts its own `LoopbackCluster`.
+
+The workers run in the repository root with it first on their path, so they import the code
+under test and the tests' own DoFns by name, as the pytest process does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT_S = 120
+
+
+class LoopbackCluster:
+    """`with LoopbackCluster(folder) as cluster:` cluster.address, cluster.client(),
+    cluster.worker_pids(); every process it started is ended on exit. `wrap(i)`: a command
+    prefix for worker i (`ip netns exec NAME`), `host(i)`: the address it serves on."""
+
+    def __init__(self, folder: str, workers: int = 2, wrap=lambda i: [],
+                 host=lambda i: "127.0.0.1", scheduler_host: str = "127.0.0.1"):
+        self._folder, self._n, self._wrap, self._host = folder, workers, wrap, host
+        self._scheduler_host = scheduler_host
+        self._processes: list[subprocess.Popen] = []
+        self.address = ""
+
+    def __enter__(self) -> LoopbackCluster:
+        os.makedirs(self._folder, exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        file = os.path.join(self._folder, "scheduler.json")
+        try:
+            self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                         self._scheduler_host, "--port", "0", "--no-dashboard",
+                         "--scheduler-file", file], "scheduler", env)
+            self.address = json.loads(_wait_for_file(file, self._processes[0]))["address"]
+            for i in range(self._n):
+                self._start([*self._wrap(i), sys.executable, "-m", "distributed.cli.dask_worker",
+                             self.address, "--nthreads", "1", "--no-dashboard", "--name",
+                             f"w{i}", "--host", self._host(i), "--local-directory",
+                             os.path.join(self._folder, f"w{i}")], f"worker{i}", env)
+            with self.client() as client:
+                client.wait_for_workers(self._n, timeout=START_TIMEOUT_S)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self, command: list[str], name: str, env: dict) -> None:
+        log = open(os.path.join(self._folder, f"{name}.log"), "w")
+        self._processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                                stderr=subprocess.STDOUT,
+                                                start_new_session=True))
+        log.close()
+
+    def client(self):
+        from distributed import Client
+
+        return Client(self.address, timeout=30, set_as_default=False)
+
+    def worker_pids(self) -> dict[str, int]:
+        """Worker address -> the pid of the process that runs its tasks."""
+        with self.client() as client:
+            return client.run(os.getpid)
+
+    def log(self, name: str) -> str:
+        with open(os.path.join(self._folder, f"{name}.log")) as f:
+            return f.read()
+
+    def __exit__(self, *exc) -> None:
+        for process in reversed(self._processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)  # the nanny and its worker
+        for process in self._processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self._processes.clear()
+
+
+def _wait_for_file(path: str, process: subprocess.Popen) -> str:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the dask scheduler exited with {process.returncode}")
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+            if text.strip():
+                return text
+        time.sleep(0.1)
+    raise RuntimeError(f"the dask scheduler wrote no {path} in {START_TIMEOUT_S} s")
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory) -> LoopbackCluster:
+    """A scheduler and two one-thread workers on 127.0.0.1 for the whole session."""
+    with LoopbackCluster(str(tmp_path_factory.mktemp("dask_cluster"))) as cluster:
+        yield cluster
