@@ -11,6 +11,7 @@ run's DoFns down when the run ends (the runner calls it on every worker).
 from __future__ import annotations
 
 import dataclasses
+import random
 import threading
 
 from apache_beam.transforms.window import GlobalWindows
@@ -90,9 +91,14 @@ class _Bundles:
         self._runner.teardown()
 
 
-def run_bundle(elements, step: Step, *side_values) -> tuple[list, ...]:
-    """The partition's outputs, one list per tag of `step.tags`."""
+def run_bundle(elements, step: Step, index: int, *side_values) -> tuple[list, ...]:
+    """Partition `index`'s outputs, one list per tag of `step.tags`. Python's random numbers
+    are seeded by the run, step and partition: a partition that runs again (its worker was
+    lost) draws the same ones on a one-thread worker (Beam's round-robin sharding draws each
+    bundle's first shard), so what a shuffle after it received from the first run stays
+    right."""
     key = (step.run_id, step.label)
+    random.seed(f"{step.run_id}/{step.label}/{index}")
     with _LOCK:
         idle = _IDLE.get(key)
         bundles = idle.pop() if idle else None

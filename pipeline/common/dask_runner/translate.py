@@ -100,7 +100,13 @@ class Graph:
         step = Step(self.run_id, applied.full_label,
                     pickled((transform.fn, transform.args, transform.kwargs)), tags,
                     tuple(views), main_input.windowing)
-        bundles = main.map_partitions(run_bundle, step, *sides, token=_name(applied.full_label))
+        # by hand, not map_partitions: dask gives a collection passed as an argument a copy
+        # of its graph under new names, so a side input's steps would run once per reader
+        name = f"{_name(applied.full_label)}-{dask.base.tokenize(step, main.name)}"
+        dsk = {(name, i): (run_bundle, (main.name, i), step, i, *[side.key for side in sides])
+               for i in range(main.npartitions)}
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=[main, *sides])
+        bundles = db.Bag(graph, name, main.npartitions)
         return [bundles.map_partitions(operator.itemgetter(i), token=f"{_name(tag)}-of")
                 for i, tag in enumerate(tags)]
 

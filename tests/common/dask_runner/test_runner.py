@@ -171,6 +171,21 @@ def test_side_inputs_are_computed_in_the_same_graph(dask_cluster, tmp_path):
     assert sorted(recorded(str(tmp_path / "out"))) == [[x, 55, 10, 200] for x in range(1, 11)]
 
 
+def test_a_side_input_read_by_three_steps_is_computed_once(dask_cluster, tmp_path):
+    # as Beam's sinks need: each step that reads the temporary folder InitializeWrite made
+    # must read that one folder
+    def build(p):
+        made = p | "Once" >> beam.Create([1]) | "Make" >> beam.ParDo(Record(str(tmp_path / "made")))
+        nums = p | "Nums" >> beam.Create([1, 2, 3])
+        for name in ("A", "B", "C"):
+            (nums | name >> beam.Map(lambda x, m: x + m, beam.pvalue.AsSingleton(made))
+             | f"Write{name}" >> beam.ParDo(Record(str(tmp_path / name))))
+
+    assert run(build, dask_cluster.address) == "DONE"
+    assert recorded(str(tmp_path / "made")) == [1]
+    assert all(sorted(recorded(str(tmp_path / name))) == [2, 3, 4] for name in "ABC")
+
+
 def test_group_by_key_groups_string_keys_from_both_workers(dask_cluster, tmp_path):
     # each worker process hashes strings with its own seed: a key must still meet itself
     keys = [f"key-{i}" for i in range(20)]
@@ -283,3 +298,28 @@ def test_a_scheduler_that_does_not_answer_is_one_error_naming_it():
         p = beam.Pipeline(runner=DaskRunner(), options=PipelineOptions([]))
         p | beam.Create([1])
         p.run()
+
+
+class Draws(beam.DoFn):
+    def process(self, x):
+        import random
+
+        yield x, random.random()
+
+
+def test_a_partition_that_runs_again_draws_the_same_random_numbers():
+    # as a partition does when its worker was lost: Beam's round-robin sharding draws each
+    # bundle's first shard, and a shuffle after it must get the same split the second time
+    from beam_embed.pipeline.common.dask_runner.beam_internals import pickled
+    from beam_embed.pipeline.common.dask_runner.bundles import Step, release, run_bundle
+
+    pardo = beam.ParDo(Draws())
+    step = Step("run", "Draw", pickled((pardo.fn, pardo.args, pardo.kwargs)), (None,), (),
+                beam.Windowing(window.GlobalWindows()))
+    try:
+        first, again = run_bundle([1, 2, 3], step, 0), run_bundle([1, 2, 3], step, 0)
+        other = run_bundle([1, 2, 3], step, 1)
+    finally:
+        release("run")
+    assert first == again
+    assert len({d for _, d in first[0]}) == 3 and first != other
