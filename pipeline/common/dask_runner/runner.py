@@ -25,6 +25,7 @@ from beam_embed.pipeline.common.dask_runner.beam_internals import (
     replace_transforms,
     reshuffle_stand_in,
 )
+from beam_embed.pipeline.common.errors import one_line
 
 # Imported with the runner, so that a pipeline's options know its flags before it runs.
 DaskOptions = dask_options()
@@ -42,10 +43,12 @@ def scheduler_of(options) -> str:
     return dask.address or dask.scheduler_file or ""
 
 
-def connect(options, timeout_s: float | None = None):
+def connect(options, timeout_s: float | None = None, workers: bool = True):
     """A distributed.Client to the scheduler the options name (--dask_client_address or
     --dask_scheduler_file; --dask_connection_timeout, --dask_client_name,
-    --dask_connection_limit), with at least one worker; SchedulerUnreachable if not."""
+    --dask_connection_limit), with at least one worker when `workers` (waiting up to
+    WORKERS_WAIT_S for one); SchedulerUnreachable if not. `timeout_s`: instead of
+    --dask_connection_timeout."""
     from distributed import Client
 
     dask = options.view_as(DaskOptions)
@@ -62,14 +65,15 @@ def connect(options, timeout_s: float | None = None):
     try:
         client = Client(**kwargs)
     except (OSError, TimeoutError, ValueError) as e:
-        raise SchedulerUnreachable(f"no Dask scheduler answered at {where}: {e}") from e
+        raise SchedulerUnreachable(f"no Dask scheduler answered at {where}: {one_line(e)}") from e
+    if not workers:
+        return client
     try:
-        client.wait_for_workers(1, timeout=WORKERS_WAIT_S if timeout_s is None else timeout_s)
+        client.wait_for_workers(1, timeout=WORKERS_WAIT_S)
     except (OSError, TimeoutError) as e:
         client.close()
         raise SchedulerUnreachable(f"the Dask scheduler at {where} has no worker (none joined "
-                                   f"in {WORKERS_WAIT_S if timeout_s is None else timeout_s} s)"
-                                   ) from e
+                                   f"in {WORKERS_WAIT_S} s)") from e
     return client
 
 
