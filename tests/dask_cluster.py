@@ -61,7 +61,8 @@ class LoopbackCluster:
         log = open(os.path.join(self._folder, f"{name}.log"), "w")
         self._processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
                                                 stderr=subprocess.STDOUT,
-                                                start_new_session=True))
+                                                start_new_session=True,
+                                                preexec_fn=_ends_with_its_parent))
         log.close()
 
     def client(self):
@@ -89,6 +90,14 @@ class LoopbackCluster:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self._processes.clear()
+
+
+def _ends_with_its_parent() -> None:
+    """In the child, before it runs: SIGTERM when the process that started it ends, so a
+    killed pytest leaves no cluster behind (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _wait_for_file(path: str, process: subprocess.Popen) -> str:
