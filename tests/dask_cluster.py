@@ -26,11 +26,14 @@ START_TIMEOUT_S = 120
 class LoopbackCluster:
     """`with LoopbackCluster(folder) as cluster:` cluster.address, cluster.client(),
     cluster.worker_pids(); every process it started is ended on exit. `wrap(i)`: a command
-    prefix for worker i (`ip netns exec NAME`), `host(i)`: the address it serves on."""
+    prefix for worker i (`ip netns exec NAME`), `host(i)`: the address it serves on,
+    `worker_args(i)`: more of its flags (`--resources GPU=1`)."""
 
     def __init__(self, folder: str, workers: int = 2, wrap=lambda i: [],
-                 host=lambda i: "127.0.0.1", scheduler_host: str = "127.0.0.1"):
+                 host=lambda i: "127.0.0.1", scheduler_host: str = "127.0.0.1",
+                 worker_args=lambda i: []):
         self._folder, self._n, self._wrap, self._host = folder, workers, wrap, host
+        self._worker_args = worker_args
         self._scheduler_host = scheduler_host
         self._processes: list[subprocess.Popen] = []
         self.address = ""
@@ -49,7 +52,8 @@ class LoopbackCluster:
                 self._start([*self._wrap(i), sys.executable, "-m", "distributed.cli.dask_worker",
                              self.address, "--nthreads", "1", "--no-dashboard", "--name",
                              f"w{i}", "--host", self._host(i), "--local-directory",
-                             os.path.join(self._folder, f"w{i}")], f"worker{i}", env)
+                             os.path.join(self._folder, f"w{i}"), *self._worker_args(i)],
+                            f"worker{i}", env)
             with self.client() as client:
                 client.wait_for_workers(self._n, timeout=START_TIMEOUT_S)
         except BaseException:

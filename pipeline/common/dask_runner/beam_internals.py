@@ -26,7 +26,8 @@ def dask_options() -> type:
 
 def leaf_transforms(pipeline) -> list:
     """The pipeline's primitive transforms (AppliedPTransform: .transform, .full_label,
-    .main_inputs, .side_inputs, .outputs), each after those it reads from."""
+    .main_inputs, .side_inputs, .outputs, .resource_hints: Beam's hints by URN, the pipeline's
+    --resource_hints included), each after those it reads from."""
     from apache_beam.pipeline import PipelineVisitor
 
     leaves = []

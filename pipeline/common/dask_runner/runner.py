@@ -88,9 +88,12 @@ class DaskRunner(PipelineRunner):
         dask = options.view_as(DaskOptions)
         client = connect(options)
         try:
-            threads = client.nthreads()
-            graph = Graph(dask.npartitions or max(1, sum(threads.values())), sorted(threads),
-                          dask.partition_size)
+            from beam_embed.pipeline.common.dask_runner.translate import GPU
+
+            workers = client.scheduler_info()["workers"]
+            graph = Graph(dask.npartitions or max(1, sum(w["nthreads"] for w in workers.values())),
+                          sorted(workers), dask.partition_size,
+                          sum(1 for w in workers.values() if w.get("resources", {}).get(GPU)))
             for applied in leaves:
                 graph.add(applied)
             futures = client.compute([bag.count() for bag in graph.leaves()],

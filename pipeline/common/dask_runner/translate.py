@@ -28,6 +28,8 @@ from beam_embed.pipeline.common.dask_runner.beam_internals import (
 from beam_embed.pipeline.common.dask_runner.bundles import Step, run_bundle
 
 SUPPORTED = "Create, Impulse, ParDo (Map, FlatMap, ...), GroupByKey, Flatten, Reshuffle"
+ACCELERATOR = "beam:resources:accelerator:v1"  # Beam's resource hint (common_urns.resource_hints)
+GPU = "GPU"  # the Dask worker resource a step with that hint takes one of
 
 
 def check(leaves: list) -> None:
@@ -55,10 +57,12 @@ class Graph:
     """Adds each primitive transform's output bags, in pipeline order (`add`), and hands out
     the bags nothing reads (`leaves`): every one is computed, not only the last."""
 
-    def __init__(self, parallelism: int, workers: list[str], partition_size: int | None = None):
+    def __init__(self, parallelism: int, workers: list[str], partition_size: int | None = None,
+                 gpu_workers: int = 0):
         self.run_id = uuid.uuid4().hex
         self._parallelism = parallelism
         self._workers = workers
+        self._gpu_workers = gpu_workers
         self._partition_size = partition_size
         self._bags: dict = {}  # PCollection -> Bag
         self._read: set = set()  # PCollections something reads
@@ -105,10 +109,22 @@ class Graph:
         name = f"{_name(applied.full_label)}-{dask.base.tokenize(step, main.name)}"
         dsk = {(name, i): (run_bundle, (main.name, i), step, i, *[side.key for side in sides])
                for i in range(main.npartitions)}
-        graph = HighLevelGraph.from_collections(name, dsk, dependencies=[main, *sides])
+        with dask.annotate(**self._resources(applied)):
+            graph = HighLevelGraph.from_collections(name, dsk, dependencies=[main, *sides])
         bundles = db.Bag(graph, name, main.npartitions)
         return [bundles.map_partitions(operator.itemgetter(i), token=f"{_name(tag)}-of")
                 for i, tag in enumerate(tags)]
+
+    def _resources(self, applied) -> dict:
+        """A step with Beam's accelerator resource hint runs on workers started with a GPU
+        resource (`dask worker --resources GPU=1`), each task taking one."""
+        if ACCELERATOR not in applied.resource_hints:
+            return {}
+        if not self._gpu_workers:
+            raise ValueError(f"{applied.full_label!r} asks for an accelerator (Beam's resource "
+                             f"hint) and no worker of the cluster has a {GPU} resource; start "
+                             f"GPU workers with `dask worker ... --resources {GPU}=1`")
+        return {"resources": {GPU: 1}}
 
     def _create(self, values: list) -> db.Bag:
         if self._partition_size:

@@ -45,6 +45,18 @@ def test_leaf_transforms_are_the_primitives_in_order_with_their_inputs_and_outpu
     assert list(add.outputs.items()) == [(None, both)]
 
 
+def test_leaf_transforms_carry_their_resource_hints_and_the_pipelines():
+    from apache_beam.portability.common_urns import resource_hints
+
+    from beam_embed.pipeline.common.dask_runner.translate import ACCELERATOR
+
+    assert resource_hints.ACCELERATOR.urn == ACCELERATOR
+    p = beam.Pipeline(options=PipelineOptions(["--resource_hints", "accelerator=all"]))
+    p | beam.Create([1]) | "One" >> beam.Map(str).with_resource_hints(accelerator="one")
+    hints = {a.full_label: a.resource_hints.get(ACCELERATOR) for a in bi.leaf_transforms(p)}
+    assert hints["One"] == b"one" and hints["Create/Map(decode)"] == b"all"
+
+
 def test_replace_transforms_swaps_exactly_the_class_named():
     p, nums, side, both = _pipeline()
     bi.replace_transforms(p, {beam.Create: lambda t: bi.create_stand_in()(t.values)})

@@ -323,3 +323,33 @@ def test_a_partition_that_runs_again_draws_the_same_random_numbers():
         release("run")
     assert first == again
     assert len({d for _, d in first[0]}) == 3 and first != other
+
+
+def test_a_step_with_an_accelerator_hint_runs_only_where_a_gpu_resource_is(tmp_path):
+    from tests.dask_cluster import LoopbackCluster
+
+    def build(p):
+        (p | beam.Create(list(range(20)))
+         | "OnGpu" >> beam.Map(lambda x: [x, os.getpid()]).with_resource_hints(
+             accelerator="type:gpu;count:1")
+         | beam.ParDo(Record(str(tmp_path / "out"))))
+
+    with LoopbackCluster(str(tmp_path / "cluster"),
+                         worker_args=lambda i: ["--resources", "GPU=1"] if i else []) as cluster:
+        with cluster.client() as client:
+            (gpu,) = [a for a, w in client.scheduler_info()["workers"].items()
+                      if w["resources"].get("GPU")]
+        assert run(build, cluster.address, "--dask_npartitions=4") == "DONE"
+        pids = cluster.worker_pids()
+    ran = recorded(str(tmp_path / "out"))
+    assert sorted(x for x, _ in ran) == list(range(20))
+    assert {pid for _, pid in ran} == {pids[gpu]}
+
+
+def test_an_accelerator_hint_without_a_gpu_worker_is_refused(dask_cluster):
+    def build(p):
+        p | beam.Create([1]) | "OnGpu" >> beam.Map(str).with_resource_hints(accelerator="gpu")
+
+    with pytest.raises(ValueError, match=r"'OnGpu' asks for an accelerator .* no worker of the "
+                                         r"cluster has a GPU resource; start GPU workers with"):
+        run(build, dask_cluster.address)
