@@ -123,3 +123,55 @@ def dask_cluster(tmp_path_factory) -> LoopbackCluster:
     """A scheduler and two one-thread workers on 127.0.0.1 for the whole session."""
     with LoopbackCluster(str(tmp_path_factory.mktemp("dask_cluster"))) as cluster:
         yield cluster
+
+
+class WorkerNamespaces:
+    """`with WorkerNamespaces(n) as net:` n network namespaces (`net.names`), each with its own
+    address (`net.worker_ips`) on a veth pair whose other end is on a bridge of this one,
+    which has `net.bridge_ip`: the workers reach each other and this namespace (a scheduler,
+    an emulator) over the bridge, and nothing of this namespace's loopback. Made with `ip`
+    (root), removed on exit."""
+
+    def __init__(self, n: int = 2):
+        tag = f"{os.getpid() % 10000:04d}"
+        self._bridge = f"bebr{tag}"
+        self.names = [f"bens{tag}-{i}" for i in range(n)]
+        self._veths = [f"bev{tag}-{i}" for i in range(n)]
+        used = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout
+        subnet = next(f"10.231.{k}" for k in range(1, 255) if f"10.231.{k}." not in used)
+        self.bridge_ip = f"{subnet}.1"
+        self.worker_ips = [f"{subnet}.{10 + i}" for i in range(n)]
+
+    def __enter__(self) -> WorkerNamespaces:
+        try:
+            _ip("link", "add", self._bridge, "type", "bridge")
+            _ip("addr", "add", f"{self.bridge_ip}/24", "dev", self._bridge)
+            _ip("link", "set", self._bridge, "up")
+            for name, veth, address in zip(self.names, self._veths, self.worker_ips):
+                inside = veth.replace("bev", "bep")
+                _ip("netns", "add", name)
+                _ip("link", "add", veth, "type", "veth", "peer", "name", inside)
+                _ip("link", "set", inside, "netns", name)
+                _ip("link", "set", veth, "master", self._bridge)
+                _ip("link", "set", veth, "up")
+                _ip("netns", "exec", name, "ip", "addr", "add", f"{address}/24", "dev", inside)
+                _ip("netns", "exec", name, "ip", "link", "set", inside, "up")
+                _ip("netns", "exec", name, "ip", "link", "set", "lo", "up")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def wrap(self, i: int) -> list[str]:
+        return ["ip", "netns", "exec", self.names[i]]
+
+    def __exit__(self, *exc) -> None:
+        for name in self.names:  # a namespace's end of each veth pair goes with it
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        subprocess.run(["ip", "link", "del", self._bridge], capture_output=True)
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")

@@ -16,6 +16,7 @@ import threading
 
 from apache_beam.transforms.window import GlobalWindows
 
+from beam_embed.pipeline.common import gcs_auth
 from beam_embed.pipeline.common.dask_runner.beam_internals import (
     dofn_runner,
     receiver_class,
@@ -69,6 +70,7 @@ class _Bundles:
     """One DoFn instance, set up, running bundle after bundle."""
 
     def __init__(self, step: Step, side_values: tuple):
+        gcs_auth.install()  # a worker's gs:// credentials looked up as a command's are
         fn, args, kwargs = unpickled(step.pickled)
         self._tags = step.tags
         self._receivers = _Receivers({tag: _Collect() for tag in step.tags})
