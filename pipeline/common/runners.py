@@ -1,4 +1,5 @@
-"""Which Beam runner a local run gets."""
+"""Which Beam runner a run gets: a local run, Beam's in-process runner; --runner DaskRunner, the
+project's Dask runner (dask_runner/), its scheduler checked before any data is read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beam_embed.process.local_runs import tune_local_run
-
 
 # --runner names of the project's Dask runner (beam_embed.pipeline.common.dask_runner). Beam's own
 # DaskRunner, named by its path, loses data on this job: that name gets the project's runner too.

@@ -11,10 +11,11 @@ from beam_embed.pipeline.job.complete import check_rows
 
 
 def _manifest(folder, rows: dict, embedded: int) -> None:
-    JobManifest(model={"name": "m"}, poolings=[], counts={"embedded": embedded},
-                files={"parquet": sorted(n for n in rows if n.endswith(".parquet")),
-                       "tfrecord": sorted(n for n in rows if n.endswith(".tfrecord"))},
-                rows=rows).write(str(folder))
+    JobManifest.from_json({
+        "model": {"name": "m"}, "poolings": [], "counts": {"embedded": embedded},
+        "files": {"parquet": sorted(n for n in rows if n.endswith(".parquet")),
+                  "tfrecord": sorted(n for n in rows if n.endswith(".tfrecord"))},
+        "rows": rows}).write(str(folder))
 
 
 def test_shards_that_hold_every_record_once_pass(tmp_path):

@@ -16,13 +16,13 @@ import threading
 
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_embed.pipeline.common import gcs_auth
 from beam_embed.pipeline.common.dask_runner.beam_internals import (
     dofn_runner,
     receiver_class,
     side_input_map,
     unpickled,
 )
+from beam_embed.process import gcs_auth
 
 _IDLE: dict[tuple[str, str], list[_Bundles]] = {}  # (run id, step label) -> set-up DoFns
 _LOCK = threading.Lock()

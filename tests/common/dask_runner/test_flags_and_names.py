@@ -19,7 +19,7 @@ DASK_ARGS = ["--runner", "DaskRunner", "--dask_client_address", "tcp://10.0.0.1:
 
 
 def test_dask_flags_pass_through_run_and_pca():
-    from beam_embed.pipeline.job.options import parse
+    from beam_embed.pipeline.job.beam_options import parse
     from beam_embed.pipeline.pca.command import parse_args
 
     options = parse(DASK_ARGS).get_all_options()
@@ -38,7 +38,7 @@ def test_a_misspelled_dask_flag_is_one_line_with_a_hint(capsys):
                                             (["--dask_npartitions", "2"], True)])
 def test_daskoptions_are_imported_only_for_a_dask_flag(argv, imported):
     script = ("import sys\n"
-              "from beam_embed.pipeline.common.flags import check_beam_args\n"
+              "from beam_embed.pipeline.common.command_line import check_beam_args\n"
               f"check_beam_args({argv!r}, set(), 'p')\n"
               "print('distributed' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
