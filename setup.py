@@ -35,12 +35,15 @@ RUNTIME = [
 UMAP = ["umap-learn>=0.5"]  # `beam-embed pca --method umap` only (numba + llvmlite, ~60 MB)
 # The keras_hub encoder kind only (`--encoder` on a Hugging Face BERT folder, run by keras-hub).
 KERAS_HUB = ["keras-hub==0.32.0"]
+# `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
+# (pipeline/common/dask_runner); the tests run it on a loopback cluster.
+DASK = ["dask[distributed]==2026.8.0"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
 # Face's tokenizer).
 DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20",
        "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17",
-       "gcp-storage-emulator>=2026.7"]
+       "gcp-storage-emulator>=2026.7"]  # and DASK (below)
 
 setuptools.setup(
     name="beam-embed",
@@ -53,7 +56,8 @@ setuptools.setup(
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
                  "beam_embed.models": "models"},
     install_requires=RUNTIME,
-    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dev": DEV},
+    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK,
+                    "dev": DEV + DASK},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

@@ -103,6 +103,25 @@ def _vectors(output: str):
     return vector_matrix(table.column(pooling["column"]), pooling["width"])[order]
 
 
+def compare_vectors(output_a: str, output_b: str) -> dict:
+    """Two runs' first pooling, row by row: rows, largest difference, smallest cosine."""
+    import numpy as np
+
+    a, b = _vectors(output_a), _vectors(output_b)
+    cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return {"rows": int(len(a)), "max_abs_diff": float(np.max(np.abs(a - b))),
+            "min_cosine": float(np.min(cos))}
+
+
+def emit(result: dict, path: str | None) -> None:
+    """The closing lines: the vectors' comparison, the result as JSON (also to `path`)."""
+    print(f"vectors: {result['vectors']}")
+    print(json.dumps(result))
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+
+
 def _spread(values: list[float]) -> dict:
     s = spread(values)
     return {k: round(s[k], 3) for k in ("median", "min", "max")}
@@ -135,10 +154,6 @@ def main(argv=None) -> int:
                 runs[side].append(_run_job(trees[side], corpus, model, out, args.precision))
                 print(f"[{time.strftime('%H:%M:%S')}] round {k + 1} {side}: {runs[side][-1]}",
                       flush=True)
-        import numpy as np
-
-        a, b = _vectors(os.path.join(work, "out-base")), _vectors(os.path.join(work, "out-head"))
-        cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
         ratios = {key: _spread([h[key] / b_[key] for h, b_ in zip(runs["head"], runs["base"])])
                   for key in ("pipeline_s", "process_s", "cpu_s")}
         result = {
@@ -147,8 +162,8 @@ def main(argv=None) -> int:
                      if args.head == "WORKTREE" else _git("rev-parse", "--short", args.head)),
             "sentences": args.sentences, "precision": args.precision, "rounds": args.rounds,
             "runs": runs, "ratio_head_over_base": ratios,
-            "vectors": {"rows": int(len(a)), "max_abs_diff": float(np.max(np.abs(a - b))),
-                        "min_cosine": float(np.min(cos))},
+            "vectors": compare_vectors(os.path.join(work, "out-base"),
+                                       os.path.join(work, "out-head")),
             "date": time.strftime("%Y-%m-%dT%H:%M"),
         }
         print(f"\nA/B over {args.rounds} alternating rounds, {args.sentences} sentences, "
@@ -161,11 +176,7 @@ def main(argv=None) -> int:
             hm = statistics.median(x[key] for x in runs["head"])
             print(f"{key:<14}{bm:>12.2f}{hm:>12.2f}{r['median']:>14.3f}"
                   f"{r['min']:>7.3f}-{r['max']:.3f}")
-        print(f"vectors: {result['vectors']}")
-        print(json.dumps(result))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(result, f, indent=1)
+        emit(result, args.json)
         return 0
     finally:
         for tree in trees.values():

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from tests.bert_reference import write_checkpoint
+from tests.dask_cluster import dask_cluster  # noqa: F401 - the session's loopback dask cluster
 from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -23,10 +23,10 @@ START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
-def running_emulator(bucket: str = BUCKET):
-    """Starts the emulator and yields its URL (for STORAGE_EMULATOR_HOST); stops it after.
-    Raises RuntimeError, with the emulator's own output, when it does not start."""
-    process = subprocess.Popen([sys.executable, __file__, bucket], stdin=subprocess.PIPE,
+def running_emulator(bucket: str = BUCKET, host: str = "127.0.0.1"):
+    """Starts the emulator on `host` and yields its URL (for STORAGE_EMULATOR_HOST); stops it
+    after. Raises RuntimeError, with the emulator's own output, when it does not start."""
+    process = subprocess.Popen([sys.executable, __file__, bucket, host], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -35,7 +35,7 @@ def running_emulator(bucket: str = BUCKET):
             process.kill()
             raise RuntimeError(f"the Cloud Storage emulator did not start: {line!r} "
                                f"{process.stderr.read()[-3000:]}")
-        url = f"http://127.0.0.1:{int(line)}"
+        url = f"http://{host}:{int(line)}"
         with urllib.request.urlopen(url + "/", timeout=10) as answer:  # its health check
             assert answer.read() == b"OK"
         yield url
@@ -119,13 +119,13 @@ def _first_line(process: subprocess.Popen) -> str:
     return got[0] if got else f"(nothing within {START_TIMEOUT_S} s)"
 
 
-def _serve(bucket: str) -> None:
+def _serve(bucket: str, host: str) -> None:
     import logging
 
     from gcp_storage_emulator.server import create_server
 
     logging.disable(logging.WARNING)  # a request log line per call otherwise
-    server = create_server("127.0.0.1", 0, in_memory=True, default_bucket=bucket)
+    server = create_server(host, 0, in_memory=True, default_bucket=bucket)
     server.start()
     print(server._api._httpd.server_address[1], flush=True)
     sys.stdin.read()  # until the tests close it (or die)
@@ -133,4 +133,4 @@ def _serve(bucket: str) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1])
+    _serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1")

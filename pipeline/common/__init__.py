@@ -6,7 +6,8 @@ the claim on an output folder and the staging a run is swapped in from (claim.py
 claim_stores.py, staging.py), the checks readers make on the manifest's shards (shards.py),
 errors as one line (errors.py), how every command parses its flags (command_line.py), settings
 declared once as dataclass fields that are flags (setting_fields.py), the names --vector_dtype
-takes (vector_dtype_names.py), which Beam runner a local run gets, and the sample corpus. How the
+takes (vector_dtype_names.py), which Beam runner a run gets (runners.py), the project's runner
+for dask.distributed clusters (dask_runner/), and the sample corpus. How the
 process itself is set up, tuned and ended (quiet libraries, exit codes, the private APIs of the
 libraries) is beam_embed.process, below the models.
 

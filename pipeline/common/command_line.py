@@ -105,10 +105,28 @@ class CommandParser(argparse.ArgumentParser):
         return args
 
 
-def beam_flags():
-    """(Beam's argument parser with every PipelineOptions subclass imported so far, its flags).
-    Imports Beam."""
+DASK_FLAGS = ("--dask_", "--dask-")  # Beam's DaskOptions
+
+
+def mentions_dask(args) -> bool:
+    """Whether any of `args` (flags, or --config keys) is one of Beam's Dask flags."""
+    return any(str(a).startswith(DASK_FLAGS) or str(a).startswith("dask_") for a in args)
+
+
+def beam_flags(dask: bool = True):
+    """(Beam's argument parser with every PipelineOptions subclass imported so far, its flags);
+    with `dask`, Beam's DaskOptions too (where dask is installed: importing them imports
+    dask.distributed, ~0.8 s, so callers ask for them when a Dask flag is there). Imports
+    Beam."""
     from apache_beam.options.pipeline_options import PipelineOptions
+
+    if dask:
+        try:
+            from beam_embed.pipeline.common.dask_runner.beam_internals import dask_options
+
+            dask_options()
+        except ImportError:  # without the dask extra its flags stay unknown
+            pass
 
     class Parser(beam_argument_parser()):
         def error(self, message):  # a bad value: one line, not usage + exit
@@ -128,7 +146,7 @@ def check_beam_args(rest: list[str], own: set[str], prog: str) -> list[str]:
     else a FlagError naming the first unknown one, with hints from Beam's and the command's."""
     if not rest:
         return rest
-    parser, known = beam_flags()
+    parser, known = beam_flags(dask=mentions_dask(rest))
     _, unknown = parser.parse_known_args(rest)
     if unknown:
         bad = next((u for u in unknown if u.startswith("-")), unknown[0])

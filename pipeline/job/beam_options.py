@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_embed.pipeline.common.command_line import beam_flags, check_beam_args
+from beam_embed.pipeline.common.command_line import beam_flags, check_beam_args, mentions_dask
 from beam_embed.pipeline.job.argv import JobArgv, add_job_flags, config_argv, read_job_argv
 
 # DryRunOptions' flags join Beam's parser once it is imported
@@ -33,7 +33,7 @@ def beam_options(job: JobArgv) -> PipelineOptions:
         return PipelineOptions([*job.config_argv, *job.argv])
     if job.rest == () and not job.beam_keys:  # a value of the job's own refused by its check:
         raise job.error  # nothing of Beam's to refuse first
-    known = beam_flags()[1]
+    known = beam_flags(dask=mentions_dask([*job.argv, *(job.config or {})]))[1]
     config = config_argv(job.config_path, known, job.config) if job.config_path else []
     if job.settings is None:  # Beam's parser names an unknown flag or a bad value of its own first
         check_beam_args([*config, *job.argv], {"--config"}, PROG)

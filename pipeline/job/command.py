@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
             from beam_embed.pipeline.job.dry_run import dry_run
             return dry_run(job.settings, options)
         settings = job.settings
+        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
+
+        check_runner(options)  # a Dask run's scheduler answers
         check_output(settings.output, JOB, settings.overwrite)  # before the model loads
         run = resolve(settings, options, spec)  # the model's spec
         check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
@@ -73,6 +76,10 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         from beam_embed.pipeline.job.sources import check_columns, expand_inputs
 
         run = dataclasses.replace(run, files=tuple(expand_inputs(list(run.settings.input))))
+        if is_dask(options):  # a cluster's workers do not share this working folder
+            run = dataclasses.replace(run, files=tuple(
+                (cluster_path(path), size) for path, size in run.files)).writing_to(
+                cluster_path(run.output))
         # Parquet footers, CSV headers
         check_columns(list(run.files), run.settings.input_format, run.fields())
         created = make_folder(run.output)
@@ -176,7 +183,7 @@ def execute(options, run) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from beam_embed.pipeline.common.runners import runner_for
+    from beam_embed.pipeline.common.runners import is_dask, runner_for
     from beam_embed.pipeline.job.build import build_pipeline
     from beam_embed.process.job_process import resume_collector
 
@@ -184,7 +191,12 @@ def execute(options, run) -> None:
 
     direct = options.view_as(DirectOptions)
     workers = direct.direct_num_workers or 1
-    runner = runner_for(options)  # None: the --runner named (Dataflow, ...), which spreads work
-    one_worker = runner is not None and direct.direct_running_mode == "in_memory" and workers == 1
+    runner = runner_for(options)  # None (Dataflow, ...) and Dask's spread work over workers
+    one_worker = runner is not None and not is_dask(options) and \
+        direct.direct_running_mode == "in_memory" and workers == 1
     with beam.Pipeline(runner=runner, options=options) as p:
         build_pipeline(p, run, workers, spread=not one_worker)
+    if is_dask(options):  # a lost worker's steps ran again: their output must add up
+        from beam_embed.pipeline.job.complete import check_rows
+
+        check_rows(run.output)

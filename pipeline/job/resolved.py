@@ -65,10 +65,13 @@ def worker_threads(opts) -> tuple[int, int]:
 
 def workers_run_here(options) -> bool:
     """Whether the job's workers run on this machine (and use its devices): every runner but
-    Dataflow's, whose workers are VMs of their own."""
+    Dataflow's, whose workers are VMs of their own, and Dask's, whose workers are a cluster's."""
     from apache_beam.options.pipeline_options import StandardOptions
 
-    return options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow")
+    from beam_embed.pipeline.common.runners import is_dask
+
+    return options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow") and \
+        not is_dask(options)
 
 
 def check_accelerator(spec: EncoderSpec, options) -> None:

@@ -78,7 +78,16 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, beam_args = parse_args(argv)
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
         from beam_embed.pipeline.pca.job import check
+
+        options = PipelineOptions(beam_args)
+        check_runner(options)  # a Dask run's scheduler answers
+        if is_dask(options):  # a cluster's workers do not share this working folder
+            args.input, args.output = cluster_path(args.input), cluster_path(args.output)
+            args.fit = args.fit and cluster_path(args.fit)
 
         plan = check(args)
     except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
