@@ -13,6 +13,8 @@
                       (the Encoder interface's defaults for SavedModel kinds)
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
     gcs_copy.py       a gs:// model's local copy in the cache, fetched through Beam's filesystem
+    export_cache.py   the cache folder: presets' exports keyed by the checkpoint's content, its
+                      entries (listed and cleared by `beam-embed cache`)
     tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls
     export_format.py  an export folder's metadata file name, format version and check: read by
                       runs, written by export/ (no TensorFlow)
@@ -29,5 +31,5 @@
 May import: nothing of `pipeline`. TensorFlow only where a model is built or run (encoders,
 embedder, tokens, export, accelerators, xla): spec.py, encoders/__init__.py, pooling.py,
 presets.py, cpu.py, fixed_shapes.py, export_format.py, tf_import.py, saved_model.py,
-gcs_copy.py and hub_loader.py import none at module import time.
+gcs_copy.py, export_cache.py and hub_loader.py import none at module import time.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -12,6 +13,16 @@ from tests.bert_reference import write_checkpoint
 from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def pytest_configure(config):
+    """The suite's model cache, never the user's ~/.cache/beam-embed: pytest's own cache folder
+    (one per checkout, ignored by git, emptied by `pytest --cache-clear`), so the MiniLM
+    preset is exported once, not once a session; exports are keyed by the checkpoint's
+    content, so a kept one stays right. Tests of the first export use a cache of their own."""
+    cache = (config.cache.mkdir("beam-embed-cache") if getattr(config, "cache", None)
+             else tempfile.mkdtemp(prefix="beam-embed-cache-"))
+    os.environ["BEAM_EMBED_CACHE"] = str(cache)
 
 
 @pytest.fixture(scope="session")

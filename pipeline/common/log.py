@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -26,3 +27,19 @@ def set_verbose(on: bool = True) -> None:
 
 def is_verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "0") not in ("", "0", "false", "no")
+
+
+class _ToolLines(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        log(record.getMessage())
+
+
+def show_as_own(name: str) -> None:
+    """The INFO lines of logger `name` shown as the tool's own: how the models layer, which
+    imports nothing of the pipeline's, tells the user what it is doing (a model's one-time
+    export)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(h, _ToolLines) for h in logger.handlers):
+        logger.addHandler(_ToolLines())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
