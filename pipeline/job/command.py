@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg = configure(flags, options, spec)  # the plain checks, then the model's spec
         check_accelerator(cfg.encoder, options)  # a local run's TPU or GPU, before the model
         cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
-        from beam_embed.pipeline.job.sources import check_columns, expand_inputs
+        from beam_embed.pipeline.job.input_fields import with_input_fields
+        from beam_embed.pipeline.job.sources import expand_inputs
 
         files = expand_inputs(list(cfg.inputs))
-        check_columns(files, cfg.input_format, cfg.fields())  # Parquet footers, CSV headers
+        cfg = with_input_fields(cfg, files)  # checked, and decided where the flags leave them
         created = make_folder(cfg.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
@@ -95,6 +96,7 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
         staging_folder,
     )
     from beam_embed.pipeline.job.config import check_model_limits, workers_run_here
+    from beam_embed.pipeline.job.input_fields import fields_note
 
     with unwound_on_sigterm() as stopped, \
             claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
@@ -120,7 +122,8 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
             log(f"removed {path}, left by a run that did not finish")
         staging = staging_folder(cfg.output, claim.run_id)
         log(f"embedding {len(files)} file(s) with {cfg.encoder.name} "
-            f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}")
+            f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}"
+            f"{fields_note(flags, cfg)}")
         try:
             run(options, dataclasses.replace(cfg, output=staging), files, widths, stored)
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped

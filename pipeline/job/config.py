@@ -21,7 +21,7 @@ class JobConfig:
     input_format: str | None
     text_field: str
     id_field: str | None
-    metadata_fields: tuple[str, ...]
+    metadata_fields: tuple[str, ...] | None  # None: decided from the input (input_fields.py)
     split: str
     clean: bool
     max_text_bytes: int
@@ -108,7 +108,7 @@ def from_flags(opts: JobFlags, options, default_inputs: tuple[str, ...] = (),
         input_format=opts.input_format,
         text_field=opts.text_field,
         id_field=opts.id_field,
-        metadata_fields=csv_values(opts.metadata_fields),
+        metadata_fields=None if opts.metadata_fields is None else csv_values(opts.metadata_fields),
         split=opts.split,
         clean=opts.clean,
         max_text_bytes=opts.max_text_bytes,
@@ -159,12 +159,9 @@ def check_model_limits(cfg: JobConfig, positions: int | None, explicit: bool) ->
 
 def configure(flags: JobFlags, options, encoder: EncoderSpec | None = None) -> JobConfig:
     """The job's flags and Beam's options -> a validated JobConfig (`encoder`: see from_flags).
-    Without --input the bundled sample corpus (and its id/topic fields) is the input."""
+    Without --input the bundled sample corpus is the input."""
     default_inputs = ()
     if not flags.input:
         default_inputs = (write_sample_corpus(SAMPLE_CORPUS),)
-        flags = dataclasses.replace(
-            flags, id_field=flags.id_field or "id",
-            metadata_fields=flags.metadata_fields or "topic",
-            input_format=flags.input_format or "jsonl")
+        flags = dataclasses.replace(flags, input_format=flags.input_format or "jsonl")
     return from_flags(flags, options, default_inputs, encoder)

@@ -32,6 +32,7 @@ from beam_embed.pipeline.job.dataflow.describe import describe
 from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
 from beam_embed.pipeline.job.dataflow.options import DryRunOptions
 from beam_embed.pipeline.job.flags import JobFlags
+from beam_embed.pipeline.job.input_fields import with_input_fields
 from beam_embed.pipeline.job.reuse import unread_previous
 from beam_embed.pipeline.job.sources import expand_inputs
 
@@ -116,6 +117,7 @@ def dry_run(flags: JobFlags, options) -> int:
     # offline: an accelerator's code path runs on this CPU, its device neither needed nor asked
     widths = probe_widths(cfg, on_host=True) if loaded else unprobed_widths(cfg)
     files, inputs = offline_inputs(cfg.inputs)
+    cfg = with_input_fields(cfg, [f for f in files if not is_remote(f[0])])  # local files only
     if cfg.reuse:  # described, not read: the run checks and reads it
         cfg = dataclasses.replace(cfg, previous=unread_previous(cfg.reuse, widths))
         notes = [*notes, f"--reuse {cfg.reuse}: the previous run is checked (model, poolings, "

@@ -47,9 +47,11 @@ def add_job_flags(parser) -> frozenset[str]:
         help=f"one of {list(INPUT_FORMATS)}; default: from each file's extension")
     add("--text_field", "--text-field", default="text",
         help="JSON/CSV/Parquet/TFRecord field with the text")
-    add("--id_field", "--id-field", help="field with a stable id (default path:line)")
-    add("--metadata_fields", "--metadata-fields", default="",
-        help="comma-separated fields carried to the output")
+    add("--id_field", "--id-field",
+        help="field with a stable id (default: a field named id, else path:line)")
+    add("--metadata_fields", "--metadata-fields",
+        help="comma-separated fields carried to the output (default: the input's other "
+             "fields of single values; '' carries none)")
     add("--split", default="none",
         help=f"one of {list(SPLIT_MODES)}: split documents into sentences (pysbd)")
     add("--clean", action=argparse.BooleanOptionalAction, default=True,
@@ -214,7 +216,7 @@ class JobFlags:
     input_format: str | None
     text_field: str
     id_field: str | None
-    metadata_fields: str
+    metadata_fields: str | None  # None: the input's fields decide (input_fields.py)
     split: str
     clean: bool
     max_text_bytes: int
