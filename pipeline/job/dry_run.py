@@ -1,4 +1,5 @@
-"""`beam-embed run ... --dry-run --job-file PATH`: the job as it would run, described, not run.
+"""`beam-embed run ... --dry-run [--job-file PATH]`: the job as it would run, described (in the
+file, else on stdout), not run.
 
 The same `build_pipeline` as a real run, for the runner in `--runner` (Dataflow included),
 offline: no credentials, no network, nothing submitted or uploaded. What a real launch does on
@@ -99,11 +100,12 @@ def _launcher_package_dirs() -> list[str]:
 
 
 def dry_run(flags: JobFlags, options) -> int:
-    """Builds the job for --runner, checks it serializes and ships, writes --job-file."""
+    """Builds the job for --runner, checks it serializes and ships, writes its description to
+    --job-file, or to stdout without one."""
     job_file = options.view_as(DryRunOptions).job_file
-    if not job_file or is_remote(job_file):
-        raise ValueError(f"--dry-run needs --job-file PATH, a local file for the job "
-                         f"description (got {job_file!r})")
+    if job_file and is_remote(job_file):
+        raise ValueError(f"--job-file {job_file!r} is not a local file; expected a local path "
+                         "for the job description, or no --job-file to print it")
     flags, remote_name = use_remote_export(flags)
     refuse_remote_recognition(flags)
     cfg = configure(flags, options)
@@ -134,13 +136,17 @@ def dry_run(flags: JobFlags, options) -> int:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
     description = describe(options, proto, job, staged, model=model_section(cfg, widths, loaded),
                            inputs=inputs, output=cfg.output, checks=checks, warnings=warnings)
-    os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
-    with open(job_file, "w", encoding="utf-8") as f:
-        json.dump(description, f, indent=2, default=str)
+    text = json.dumps(description, indent=2, default=str)
+    if job_file:
+        os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
+        with open(job_file, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:  # the description is the dry run's output, as a dry run's is
+        print(text, flush=True)
     for w in warnings:
         log(f"warning: {w}")
     w = description["worker"]
     log(f"dry run: {len(description['steps'])} steps for {description['runner']}"
         + (f", image {w['container_image']}, accelerator {w['accelerator']}" if dataflow else "")
-        + f"; nothing was submitted -> {job_file}")
+        + f"; nothing was submitted -> {job_file or 'stdout'}")
     return 0
