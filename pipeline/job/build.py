@@ -88,16 +88,17 @@ def manifest_base(cfg, widths, files, stored=()) -> JobManifest:
 
 
 def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
-                   spread: bool = True, stored=()) -> None:
+                   spread: bool = True, stored=(), expected: float = 0.0) -> None:
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
     sink steps around it (beam_embed.pipeline.common.bundle_write): the manifest names the shards.
-    `stored`: how each pooling's vectors are stored (beam_embed.pipeline.job.calibration); (): float32."""
+    `stored`: how each pooling's vectors are stored (beam_embed.pipeline.job.calibration); (): float32.
+    `expected`: the records the input is expected to hold, for the progress lines (0: unknown)."""
     corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
                                             cfg.split, spread, ids=bool(cfg.id_field))
     embed = EmbedRecords(cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
-                         share_bytes=sum(size for _, size in files) / max(workers, 1))
+                         share=expected / max(workers, 1))
     incremental = count_names(cfg.dedupe, cfg.previous)
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
         embed = EmbedDistinct(embed, cfg.dedupe, cfg.previous)

@@ -183,5 +183,10 @@ def run(options, cfg, files, widths, stored=()) -> None:
     workers = direct.direct_num_workers or 1
     runner = runner_for(options)  # None: the --runner named (Dataflow, ...), which spreads work
     one_worker = runner is not None and direct.direct_running_mode == "in_memory" and workers == 1
+    from beam_embed.pipeline.job.input_size import expected_records
+
+    # --reuse copies most rows' vectors without the encoder: its records are no measure there
+    expected = 0.0 if cfg.previous is not None else expected_records(cfg, files)
     with beam.Pipeline(runner=runner, options=options) as p:
-        build_pipeline(p, cfg, files, widths, workers, spread=not one_worker, stored=stored)
+        build_pipeline(p, cfg, files, widths, workers, spread=not one_worker, stored=stored,
+                       expected=expected)
