@@ -5,7 +5,9 @@ repository."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
 import json
 import os
 import re
@@ -49,15 +51,34 @@ def snippets() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory):
-    """A fresh folder after `make run`: the sample corpus embedded with the default model."""
+def first_run(tmp_path_factory):
+    """A fresh folder after `make run` (the sample corpus embedded with the default model, the
+    model exported on first use), and what that run printed on stderr."""
     folder = tmp_path_factory.mktemp("clone")
     patch = pytest.MonkeyPatch()
     patch.chdir(folder)
-    patch.setenv("BEAM_EMBED_CACHE", str(folder / "cache"))  # MiniLM exported on first use
-    assert cli(make_run()) == 0
-    yield folder
+    patch.setenv("BEAM_EMBED_CACHE", str(folder / "cache"))  # as on a fresh machine
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed):
+        assert cli(make_run()) == 0
+    yield folder, printed.getvalue()
     patch.undo()
+
+
+@pytest.fixture(scope="module")
+def clone(first_run):
+    return first_run[0]
+
+
+def test_the_first_run_says_what_it_does_from_its_first_line(first_run):
+    """The one-time export says what it does and how long it took, then the run names its
+    input's id and metadata fields, found by default."""
+    lines = [x.split("] ", 1)[1] for x in first_run[1].splitlines() if x.startswith("[beam-")]
+    assert lines[0].startswith("exporting all-MiniLM-L6-v2 from ") and "once" in lines[0]
+    assert re.fullmatch(r"exported all-MiniLM-L6-v2 in [\d.]+s \(\d+ MB\)", lines[1])
+    assert lines[2].startswith("embedding 1 file(s) with all-MiniLM-L6-v2 (poolings mean) into "
+                               "output/embeddings; ids from field 'id' (--id_field names "
+                               "another), metadata columns topic (the input's fields;")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +107,7 @@ def test_offline_commands_run_as_written(clone, capsys):
         assert "Traceback" not in out[command].err, command
     assert (clone / "output" / "viz" / "plot.html").stat().st_size > 0
     assert (clone / "output" / "viz" / "plot.png").stat().st_size > 0
+    assert not (clone / "output" / "sample" / "pairs.tsv").exists()  # eval writes nothing here
     by_name = {}  # each command's first use: the five minutes' block
     for command, captured in out.items():
         by_name.setdefault(shlex.split(command)[1], captured.out)
