@@ -40,10 +40,9 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 READ = ["pandas>=2", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
-# Face's tokenizer); the tests run the README's snippets, so READ too.
-DEV = ["pytest>=8", "tokenizers>=0.20", *READ, "tensorboard>=2.20",
-       "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17",
-       "gcp-storage-emulator>=2026.7"]
+# Face's tokenizer); the `dev` extra adds READ too: the tests run the README's snippets.
+DEV = ["pytest>=8", "tokenizers>=0.20", "tensorboard>=2.20", "scipy>=1.11", "keras-hub==0.32.0",
+       "ruff==0.17.6", "import-linter==2.17", "gcp-storage-emulator>=2026.7"]
 
 setuptools.setup(
     name="beam-embed",
@@ -55,7 +54,8 @@ setuptools.setup(
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
                  "beam_embed.models": "models"},
     install_requires=RUNTIME,
-    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "read": READ, "dev": DEV},
+    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "read": READ,
+                    "dev": DEV + READ},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

@@ -20,9 +20,12 @@ def pytest_configure(config):
     (one per checkout, ignored by git, emptied by `pytest --cache-clear`), so the MiniLM
     preset is exported once, not once a session; exports are keyed by the checkpoint's
     content, so a kept one stays right. Tests of the first export use a cache of their own."""
-    cache = (config.cache.mkdir("beam-embed-cache") if getattr(config, "cache", None)
-             else tempfile.mkdtemp(prefix="beam-embed-cache-"))
-    os.environ["BEAM_EMBED_CACHE"] = str(cache)
+    if getattr(config, "cache", None):
+        cache = str(config.cache.mkdir("beam-embed-cache"))
+    else:  # -p no:cacheprovider: a temporary folder, removed when the session ends
+        cache = tempfile.mkdtemp(prefix="beam-embed-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    os.environ["BEAM_EMBED_CACHE"] = cache
 
 
 @pytest.fixture(scope="session")

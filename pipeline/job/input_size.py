@@ -16,6 +16,8 @@ from __future__ import annotations
 import bz2
 import io
 import lzma
+import os
+import stat
 import struct
 import zlib
 
@@ -59,6 +61,8 @@ def expected_records(cfg, files: list[tuple[str, int]]) -> float:
 def _count(path: str, size: int, fmt: str, cfg) -> tuple[float, int] | None:
     """(records, bytes on disk they came from) for the start of one file, or None."""
     try:
+        if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a named pipe: what is read here would be lost to the run
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
