@@ -8,7 +8,8 @@ the launcher and a dry run does instead:
 - a remote model (`gs://`, URL) is not read: its export layout (`encoder/`, `preprocessor/`) is
   assumed, `--pooling` and `--normalize` must be given, widths are left unknown (0); a local
   model is loaded once, as in a real run, which checks it and learns the widths;
-- remote input patterns are not matched (local ones are); the output is not touched;
+- remote input patterns are not matched (local ones are, and their fields read and checked as a
+  run's are: beam_embed.pipeline.job.input_fields); the output is not touched;
 - Dataflow's job is built by `beam_embed.pipeline.job.dataflow.offline` from Beam's own pieces;
 - the staged sdist is checked to hold every module the steps import
   (`beam_embed.pipeline.job.dataflow.shipping`).
