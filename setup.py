@@ -49,8 +49,9 @@ setuptools.setup(
     version="0.1.0",
     description="Batch text embeddings with TF-Hub encoders on Apache Beam",
     python_requires=">=3.11",
-    packages=["beam_embed", *(f"beam_embed.{p}" for p in
-                              setuptools.find_packages(include=["pipeline*", "models*"]))],
+    packages=[*setuptools.find_packages(include=["beam_embed", "beam_embed.*"]),
+              *(f"beam_embed.{p}" for p in
+                setuptools.find_packages(include=["pipeline*", "models*"]))],
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
                  "beam_embed.models": "models"},
     install_requires=RUNTIME,

@@ -51,9 +51,10 @@ def _tree(ref: str, work: str, name: str) -> str:
 def _export() -> str:
     sys.path.insert(0, REPO)
     from beam_embed.models.presets import resolve
-    from beam_embed.pipeline.common.quiet import configure, import_tensorflow
+    from beam_embed.models.tf_import import import_tensorflow
+    from beam_embed.process import set_up
 
-    configure(False)
+    set_up([])
     import_tensorflow()
     return os.path.dirname(resolve("minilm").encoder)
 

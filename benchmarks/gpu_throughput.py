@@ -76,7 +76,7 @@ def write_corpus(path: str, n: int, seed: int = 0) -> str:
 
 def precision_flags(precision: str) -> list[str]:
     """`--precision P`, or nothing for fp32 when this checkout has no such flag yet."""
-    from beam_embed.pipeline.job.options import parse
+    from beam_embed.pipeline.job.beam_options import parse
 
     try:
         parse(["--precision", precision])

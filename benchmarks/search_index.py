@@ -77,20 +77,22 @@ def timed(fn, repeat: int = 2) -> tuple[float, object]:
 def project_methods(folder: str, paths: list[str], width: int, queries: np.ndarray) -> dict:
     """`beam-embed search` itself: the Parquet scan, the first --index search (scan + build) and
     later --index searches, each including the id/text fetch of the hits."""
-    from beam_embed.pipeline.common.manifest import PoolingColumn
-    from beam_embed.pipeline.search.command import Corpus
+    from beam_embed.pipeline.common.embedding_set import PoolingColumn
+    from beam_embed.pipeline.common.manifest import ModelEntry
+    from beam_embed.pipeline.common.output_formats import output_format
+    from beam_embed.pipeline.search.corpus import Corpus
     from beam_embed.pipeline.search.index import building, index_blocks, open_index
-    from beam_embed.pipeline.search.scan import parquet_blocks, resolve_hits, top_k
+    from beam_embed.pipeline.search.scan import resolve_hits, top_k, vector_blocks
 
-    corpus = Corpus(folder, {"fingerprint": "bench"},
-                    PoolingColumn("mean", "mean", width, True),
-                    paths, True, "bench")
+    parquet = output_format("parquet")
+    corpus = Corpus(folder, ModelEntry(fingerprint="bench"),
+                    PoolingColumn("mean", "mean", width, True), paths, True, "bench", parquet)
 
     def search(blocks):
-        return resolve_hits(paths, top_k(blocks, queries, K, True)[0], True)
+        return resolve_hits(parquet, paths, top_k(blocks, queries, K, True)[0], True)
 
     return {
-        "scan": timed(lambda: search(parquet_blocks(paths, "mean", width))),
+        "scan": timed(lambda: search(vector_blocks(parquet, paths, "mean", width))),
         "index-build": timed(lambda: search(building(corpus, 16_384)), repeat=1),
         "index": timed(lambda: search(index_blocks(open_index(corpus), 16_384))),
     }

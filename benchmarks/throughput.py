@@ -387,9 +387,10 @@ def _minilm_export(model: str | None) -> str:
         return model
     sys.path.insert(0, REPO)
     from beam_embed.models.presets import resolve
-    from beam_embed.pipeline.common.quiet import configure, import_tensorflow
+    from beam_embed.models.tf_import import import_tensorflow
+    from beam_embed.process import set_up
 
-    configure(False)  # the report, without TensorFlow's start-up lines
+    set_up([])  # the report, without TensorFlow's start-up lines
     import_tensorflow()
     return os.path.dirname(resolve("minilm").encoder)  # exported into the cache on first use
 

@@ -23,7 +23,7 @@ STARTED = time.time()  # the interpreter is up and running this file; only the s
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 MAX_SEQ_LENGTH = 256  # the minilm preset's (and sentence-transformers') limit
-BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/options.py)
+BATCH_TOKENS, MAX_BATCH_SIZE = 16384, 512  # the job's defaults (pipeline/job/settings.py)
 
 
 def _read_corpus(path: str, limit: int = 0) -> list[str]:
@@ -50,7 +50,7 @@ def _spec(args):
 def _warm_every_bucket(embedder) -> None:
     """One call per length bucket up to MAX_SEQ_LENGTH, so every shape a fixed-shape (XLA)
     encoder runs is compiled before the timed work; the graph encoder gets the same calls."""
-    from beam_embed.models.encoders.bert import SEQ_BUCKETS
+    from beam_embed.models.fixed_shapes import SEQ_BUCKETS
 
     for length in [b for b in SEQ_BUCKETS if b <= MAX_SEQ_LENGTH]:
         embedder.embed([" ".join(["a"] * (length - 2))])  # "a" is one WordPiece
@@ -169,7 +169,7 @@ def _after_import(patches: dict) -> None:
 
 def worker_job(args) -> dict:
     """The embedding job in this process, as `python -m beam_embed.pipeline.run` runs it (pipeline/run.py:
-    quiet libraries, refuse unused imports, the command's main), with marks at its phases:
+    the process entered as the job's own, the command's main), with marks at its phases:
     imports, the launcher's model load, the pipeline handed to the runner, each Embedder.embed
     call, main's return. The marks are set by wrappers installed as their modules are imported,
     so TensorFlow, Beam and the model load in the job's own order."""
@@ -210,13 +210,13 @@ def worker_job(args) -> dict:
 
     _after_import({"beam_embed.models.encoders.bert": bert, "beam_embed.models.embedder": embedder,
                    "apache_beam.pipeline": pipeline})
-    importlib.import_module("beam_embed.pipeline.common.quiet").configure(False)
-    own_flags = importlib.import_module("beam_embed.pipeline.job.early").own_flags
-    importlib.import_module("beam_embed.pipeline.common.lean_process").refuse_unused_imports(
-        local=own_flags(job_args) is not None)
+    # the job process's entry, as `beam-embed run` sets it up
+    read = importlib.import_module("beam_embed.pipeline.job.warm_start").read_at_entry(job_args)
+    importlib.import_module("beam_embed.process").enter(
+        "run", job_args, local=read is not None and read.plain)
     command = importlib.import_module("beam_embed.pipeline.job.command")  # an entry point: imports little
     marks["imports"] = time.time()
-    code = command.main(job_args)
+    code = command.main(job_args, read=read)
     marks["main_done"] = time.time()
     if code != 0:
         raise SystemExit(code)
@@ -374,7 +374,7 @@ def main(argv=None) -> int:
         json.dump(data, f)
     if args.kind == "job":  # end as `python -m beam_embed.pipeline.run` ends, where it skips the teardown
         try:
-            from beam_embed.pipeline.common.exits import exit_now
+            from beam_embed.process.exits import exit_now
         except ImportError:  # an older checkout: the interpreter's own exit
             return 0
         exit_now(0)

@@ -30,11 +30,12 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES  # noqa: E402
-from beam_embed.pipeline.common.manifest import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.common.embedding_set import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.common.output_formats import output_format  # noqa: E402
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402
 from beam_embed.pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
-from beam_embed.pipeline.search.scan import parquet_blocks, top_k  # noqa: E402
+from beam_embed.pipeline.search.scan import top_k, vector_blocks  # noqa: E402
 
 STSB = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "stsb", "sts-dev.tsv"))
 BARS = {"float16": (0.001, 0.99), "int8": (0.005, 0.97)}  # (|dSpearman| at most, recall at least)
@@ -67,7 +68,8 @@ def read_run(folder: str) -> tuple[list[str], np.ndarray, object, dict]:
     p = es.pooling(None)
     shards = list(es.files["parquet"])
     ids = [i for s in shards for i in pq.read_table(s, columns=["id"]).column(0).to_pylist()]
-    vectors = np.concatenate(list(parquet_blocks(shards, p.column, p.width, stored=p.stored())))
+    vectors = np.concatenate(list(vector_blocks(output_format("parquet"), shards, p.column,
+                                                p.width, stored=p.stored())))
     column = 0
     for s in shards:
         meta = pq.ParquetFile(s).metadata

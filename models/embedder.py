@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import tensorflow as tf
 
-from beam_embed.models.choices import LONG_TEXT_MODES
 from beam_embed.models.encoder import Units
+from beam_embed.models.encoder_choices import LONG_TEXT_MODES
 from beam_embed.models.pooling import EncoderOutput, Pooling, l2_normalize
 
 

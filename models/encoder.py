@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -74,6 +75,45 @@ class Units:
         keep = col < length
         out[row[keep], col[keep]] = self.values[keep]
         return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Words:
+    """What `tokenize_with_offsets` returns, in numpy: a batch's units and the words they make,
+    each word with its byte span in the original text. Text i has `counts[i]` words, in order;
+    a word's units follow each other in `units` (its pieces, or the word itself)."""
+
+    units: Units  # each text's units, special tokens not included
+    counts: np.ndarray  # [texts] int64: words per text
+    begin: np.ndarray  # [all words] int64: each word's first byte in its text
+    end: np.ndarray  # [all words] int64: the byte after its last
+    pieces: np.ndarray | None = None  # [all words] units per word; None: each unit is a word
+
+    @classmethod
+    def of(cls, units, begin, end) -> Words:
+        """From tf.RaggedTensors as the tokenizers give them: units [batch, words, pieces] or
+        [batch, words], begin and end [batch, words]."""
+        nested = units.ragged_rank == 2
+        return cls(Units.of(units.merge_dims(1, 2) if nested else units),
+                   begin.row_lengths().numpy(), begin.flat_values.numpy(),
+                   end.flat_values.numpy(), units.values.row_lengths().numpy() if nested else None)
+
+    @functools.cached_property
+    def _splits(self) -> np.ndarray:
+        return np.concatenate([np.zeros(1, np.int64), np.cumsum(self.counts)])
+
+    def _row(self, values: np.ndarray, i: int) -> np.ndarray:
+        return values[self._splits[i]:self._splits[i + 1]]
+
+    def spans(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Text i's words' byte begins and ends."""
+        return self._row(self.begin, i), self._row(self.end, i)
+
+    def word_pieces(self, i: int) -> np.ndarray:
+        """Text i's units per word."""
+        if self.pieces is None:
+            return np.ones(int(self.counts[i]), np.int64)
+        return self._row(self.pieces, i)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +194,9 @@ class Encoder(abc.ABC):
         """Each text's units, special tokens not included."""
 
     @abc.abstractmethod
-    def tokenize_with_offsets(self, texts: list[str]):
-        """(units, word begin, word end): units [batch, words(, pieces)], byte offsets of each
-        word in the original text. Token granularity needs it."""
+    def tokenize_with_offsets(self, texts: list[str]) -> Words:
+        """Each text's units grouped in words, with each word's byte span in the original
+        text. Token granularity needs it."""
 
     @abc.abstractmethod
     def encode(self, units: Units, layers: tuple, shape: tuple[int, int] | None = None

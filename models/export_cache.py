@@ -31,7 +31,7 @@ from beam_embed.models.gcs_copy import cache_dir
 KEYS, GS = "keys", "gs"
 EXPORT_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{12})(\.partial-(?P<pid>\d+))?$")
 _CHUNK = 8 << 20
-# The commands show this logger's lines as their own (beam_embed.pipeline.common.log).
+# The commands show this logger's lines as their own (beam_embed.process.log.show_as_own).
 notices = logging.getLogger(__name__)
 
 

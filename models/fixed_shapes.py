@@ -1,4 +1,9 @@
-"""Fixed batch shapes for an XLA-compiled encoder: one batch size per length bucket.
+"""Length buckets, and fixed batch shapes for an XLA-compiled encoder: one batch size per
+length bucket.
+
+A batch is padded to its longest text rounded up to a bucket (few shapes: few retraces, little
+padding); `bucket_length` picks it. The buckets of a kind's fixed shapes are its registry
+entry's `fixed_lengths` (beam_embed.models.encoders), SEQ_BUCKETS for BERT.
 
 XLA compiles one program per input shape (minutes of compiling on a TPU if every batch had its
 own). The job's batches vary in size under a token budget and the CPU encoder packs each group
@@ -18,6 +23,13 @@ import dataclasses
 import numpy as np
 
 ROW_MULTIPLE = 8
+SEQ_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int:
+    """The bucket that holds `longest`, at most `max_seq_length`; `longest` past the last."""
+    i = bisect.bisect_left(buckets, longest)
+    return min(buckets[i] if i < len(buckets) else longest, max_seq_length)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 TensorFlow reads gs:// with a Cloud Storage client of its own (tf.io.gfile), which always talks
 to www.googleapis.com: it cannot be pointed at a local emulator (STORAGE_EMULATOR_HOST), and it
-looks for credentials its own way (the commands' one-line look, pipeline/common/gcs_auth.py,
+looks for credentials its own way (the commands' one-line look, beam_embed/process/gcs_auth.py,
 does not reach it). Beam's filesystem, which reads the corpus and writes the outputs, does
 both, so the files of a gs:// model are copied with it into the cache folder
 (`$BEAM_EMBED_CACHE/gs/<bucket>/<path>`) and TensorFlow reads the copy. An object is fetched

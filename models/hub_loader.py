@@ -14,6 +14,7 @@ import re
 import threading
 
 from beam_embed.models.gcs_copy import GS, local_copy
+from beam_embed.process.private_apis import mark_hub_module_v1
 
 
 class HandleError(ValueError):
@@ -213,7 +214,7 @@ def _load_saved_model(path: str, tags):
                for name in ("saved_model.pb", "saved_model.pbtxt")):
         raise ValueError(f"{path!r} contains neither saved_model.pb nor saved_model.pbtxt")
     loaded = tf.saved_model.load(path, tags=tags)
-    loaded._is_hub_module_v1 = is_hub_module_v1  # as hub.load marks it (hub.KerasLayer reads it)
+    mark_hub_module_v1(loaded, is_hub_module_v1)  # as hub.load marks it (hub.KerasLayer reads it)
     return loaded
 
 

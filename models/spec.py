@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.choices import (
+from beam_embed.models.encoder_choices import (
     ACCELERATORS,
     GRANULARITIES,
     LONG_TEXT_MODES,
@@ -78,15 +78,13 @@ class EncoderSpec:
         return encoder_kind(self.kind).encoder_class().max_positions(self)
 
     def fixed_shapes(self):
-        """The (rows, length) shapes a TPU's calls run in (beam_embed.models.fixed_shapes.FixedShapes);
-        None on other accelerators, whose shapes follow each batch."""
+        """The (rows, length) shapes a TPU's calls run in (beam_embed.models.fixed_shapes.FixedShapes,
+        from the kind's length buckets); None on other accelerators, whose shapes follow each
+        batch."""
         if self.accelerator != "tpu":
             return None
-        from beam_embed.models.encoders.bert import SEQ_BUCKETS
-        from beam_embed.models.fixed_shapes import FixedShapes
-
-        return FixedShapes.of(self.batch_tokens, self.max_batch_size, SEQ_BUCKETS,
-                              self.max_seq_length)
+        return encoder_kind(self.kind).fixed_shapes(self.batch_tokens, self.max_batch_size,
+                                                    self.max_seq_length)
 
     def warm_up(self) -> bool:
         """Starts loading and running the encoder once on a background thread (models/warm_up.py),

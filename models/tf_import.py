@@ -8,16 +8,25 @@ used to load or run an encoder: SavedModels load through `tf.saved_model.load`, 
 preprocessors only need tensorflow-text's op kernels registered. So the job imports TensorFlow
 with that one eager import refused (TensorFlow catches the ImportError) and loads the op
 libraries tensorflow-text ships; a later `import keras`, `tensorflow_text` or `tensorflow_hub`
-still works and imports them in full.
+still works and imports them in full. (The refusal itself, a stub in sys.modules for the while,
+is beam_embed.process.imports'.)
+
+`import_tensorflow` is what commands and the job's model handler call: the same, without
+TensorFlow's C++ start-up lines when the command asked for quiet (beam_embed.process.set_up).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import importlib.util
 import os
 import sys
+
+from beam_embed.process.imports import refused_while
+from beam_embed.process.library_noise import stderr_silenced
+from beam_embed.process.log import quiet_asked
 
 _KERAS_EAGER = "keras.src.optimizers"
 
@@ -26,14 +35,9 @@ def import_tensorflow_lean() -> None:
     """`import tensorflow`, without its eager Keras import when nothing imported Keras yet."""
     if "tensorflow" in sys.modules:
         return
-    refuse = "keras" not in sys.modules and _KERAS_EAGER not in sys.modules
-    if refuse:
-        sys.modules[_KERAS_EAGER] = None  # importlib raises ImportError, TensorFlow goes on
-    try:
-        import tensorflow  # noqa: F401
-    finally:
-        if refuse and sys.modules.get(_KERAS_EAGER, ...) is None:
-            del sys.modules[_KERAS_EAGER]
+    refuse = "keras" not in sys.modules  # imported already: TensorFlow registers it as usual
+    with refused_while(_KERAS_EAGER) if refuse else contextlib.nullcontext():
+        import tensorflow  # noqa: F401 - TensorFlow catches the ImportError and goes on
 
 
 @functools.cache
@@ -52,3 +56,13 @@ def register_text_ops() -> None:
         return
     for so in libraries:
         tf.load_op_library(so)
+
+
+def import_tensorflow() -> None:
+    """Loads TensorFlow and tensorflow-text's ops now (register_text_ops), without their start-up
+    lines when a command asked for quiet (local worker processes inherit that through the
+    environment; elsewhere, on Dataflow say, TensorFlow loads as usual). Commands call it once
+    their flags are checked, the job's model handler before it loads the model."""
+    quiet = "tensorflow" not in sys.modules and quiet_asked()
+    with stderr_silenced() if quiet else contextlib.nullcontext():
+        register_text_ops()  # imports TensorFlow first

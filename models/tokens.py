@@ -10,10 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
-from beam_embed.models.choices import TOKEN_DTYPES, TOKEN_UNITS
 from beam_embed.models.encoder import Units
+from beam_embed.models.encoder_choices import TOKEN_DTYPES, TOKEN_UNITS
 from beam_embed.models.encoders import encoder_kind
 
 
@@ -57,29 +56,27 @@ class TokenEmbedder:
         return self.encoder.width
 
     def embed(self, texts: list[str]) -> TokenVectors:
-        pieces, word_begin, word_end = self.encoder.tokenize_with_offsets(texts)
-        nested = pieces.ragged_rank == 2  # BERT: [batch, words, pieces]; ELMo: [batch, words]
-        flat = pieces.merge_dims(1, 2) if nested else pieces
-        lengths = flat.row_lengths().numpy()
-        out = self.encoder.encode(Units.of(flat).truncated(self._room),
+        words = self.encoder.tokenize_with_offsets(texts)
+        lengths = words.units.lengths
+        out = self.encoder.encode(words.units.truncated(self._room),
                                   (self.layer,) if isinstance(self.layer, int) else ())
         layer = out.layers[self.layer]
         result = TokenVectors([], [], [], [], (lengths + self.encoder.special_tokens)
                               .astype(np.int32), lengths > self._room)
-        strings = self._strings(flat) if not nested or self.unit == "wordpiece" else None
-        pieces_per_word = pieces.row_lengths(axis=2) if nested else None
+        nested = words.pieces is not None  # BERT: units are pieces of words; ELMo: words
+        strings = self._strings(words.units) if nested and self.unit == "wordpiece" else None
         for i, text in enumerate(texts):
             index = _char_index(text)
-            starts = index[word_begin[i].numpy()]
-            ends = index[word_end[i].numpy()]
+            begin, end = words.spans(i)
+            starts, ends = index[begin], index[end]
             n = min(int(lengths[i]), self._room)
             vectors = layer[i, self._offset:self._offset + n]
             if not nested:
-                words = [text[s:e] for s, e in zip(starts, ends)][:n]
-                self._add(result, words, starts[:n], ends[:n], vectors)
-                result.pieces.append(np.ones(len(words), np.int64))
+                units = [text[s:e] for s, e in zip(starts, ends)][:n]
+                self._add(result, units, starts[:n], ends[:n], vectors)
+                result.pieces.append(np.ones(len(units), np.int64))
             elif self.unit == "word":
-                counts = pieces_per_word[i].numpy()
+                counts = words.word_pieces(i)
                 owner = np.repeat(np.arange(len(counts)), counts)[:n]
                 kept = np.unique(owner)
                 sums = np.zeros((len(counts), layer.shape[-1]), np.float64)
@@ -90,7 +87,7 @@ class TokenEmbedder:
                 result.pieces.append(np.bincount(owner)[kept])
             else:
                 self._add(result, strings[i][:n], *self._piece_spans(
-                    strings[i][:n], pieces[i].row_lengths().numpy(), starts, ends), vectors)
+                    strings[i][:n], words.word_pieces(i), starts, ends), vectors)
         return result
 
     def _add(self, result, tokens, starts, ends, vectors):
@@ -99,11 +96,9 @@ class TokenEmbedder:
         result.ends.append(np.asarray(ends, np.int32))
         result.vectors.append(np.asarray(vectors, self.dtype))
 
-    def _strings(self, flat: tf.RaggedTensor) -> list[list[str]]:
-        if flat.dtype == tf.string:
-            return [[t.decode("utf-8") for t in row] for row in flat.to_list()]
+    def _strings(self, units: Units) -> list[list[str]]:
         vocab = self.encoder.vocabulary()
-        return [[vocab[t] for t in row] for row in flat.to_list()]
+        return [[vocab[t] for t in row] for row in units.rows()]
 
     @staticmethod
     def _piece_spans(strings, counts, word_starts, word_ends):

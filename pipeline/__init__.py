@@ -6,10 +6,12 @@
     search/     `search`          evaluate/   `eval`
     inspect/    `tokens`, `similarity`        export/     `export-model`
     dataflow/   launching elsewhere: dry run, offline Dataflow job, shipping check
-    common/     records, manifest, flag parsing, log lines and quiet libraries, runners,
-                the sample corpus
+    common/     records, manifest, flag parsing, runners, the sample corpus
+
+How the process is set up (quiet libraries, exit codes, the job process's tuning) is
+beam_embed.process, entered once by cli.py, run.py and pca/__main__.py.
 
 Who may import whom (the .importlinter contract, checked in CI): cli -> commands (never each
-other) -> dataflow -> common -> models. Nothing here imports TensorFlow at module import time,
+other) -> dataflow -> common -> models -> beam_embed.process. Nothing here imports TensorFlow at module import time,
 and each command's command.py parses its flags before importing Beam or numpy (fast --help).
 """

@@ -7,9 +7,9 @@ import importlib
 import sys
 from typing import NoReturn
 
-from beam_embed.pipeline.common.exits import exit_after
-from beam_embed.pipeline.common.flags import hint
-from beam_embed.pipeline.common.quiet import configure, verbose_requested
+from beam_embed.pipeline.common.command_line import hint
+from beam_embed.process import enter, set_up
+from beam_embed.process.exits import exit_after
 
 # Every command is a module with main(argv) -> exit code.
 COMMANDS = {
@@ -43,7 +43,9 @@ def usage() -> str:
         "  --version       the installed version"])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, **kwargs) -> int:
+    """`kwargs`: what the command's main takes beside argv (`run`: `read`, its argv as the
+    process's entry read it)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         print(usage(), file=sys.stderr)
@@ -62,20 +64,25 @@ def main(argv: list[str] | None = None) -> int:
             hint(name, COMMANDS) or f"; expected one of {', '.join(COMMANDS)}") +
             " (beam-embed --help lists them)", file=sys.stderr)
         return 2
-    configure(verbose_requested(rest))  # before any command imports TensorFlow
-    return importlib.import_module(COMMANDS[name][0]).main(rest) or 0
+    set_up(rest)  # before any command imports TensorFlow
+    return importlib.import_module(COMMANDS[name][0]).main(rest, **kwargs) or 0
 
 
 def entry() -> NoReturn:
-    """The `beam-embed` console script: main, then the process ends without the interpreter's
-    teardown of TensorFlow and Beam (beam_embed.pipeline.common.exits.exit_after; ~0.6-2 s on 2 cores). A
-    `run` process is set up as the job's own (beam_embed.pipeline.job.early.job_process)."""
+    """The `beam-embed` console script: the process set up for its command (a `run` process as
+    the job's own: beam_embed.process.enter), main, then the process ends without the
+    interpreter's teardown of TensorFlow and Beam (beam_embed.process.exits.exit_after; ~0.6-2 s
+    on 2 cores). A `run`'s argv is read once here and handed to the command."""
     argv = sys.argv[1:]
-    if argv[:1] == ["run"]:
-        from beam_embed.pipeline.job.early import job_process
+    command, rest = (argv[0], argv[1:]) if argv else ("", [])
+    kwargs = {}
+    if command == "run":
+        from beam_embed.pipeline.job.warm_start import read_at_entry
 
-        job_process(argv[1:])
-    exit_after(lambda: main(argv))
+        kwargs["read"] = read_at_entry(rest)
+    read = kwargs.get("read")
+    enter(command, rest, local=read is not None and read.plain)
+    exit_after(lambda: main(argv, **kwargs))
 
 
 if __name__ == "__main__":

@@ -2,14 +2,13 @@
 
 import sys
 
-from beam_embed.pipeline.common.quiet import configure, verbose_requested
-
 if __name__ == "__main__":
-    configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
-    from beam_embed.pipeline.common.exits import exit_after
-    from beam_embed.pipeline.job.early import job_process
+    from beam_embed.pipeline.job.warm_start import read_at_entry
+    from beam_embed.process import enter
+    from beam_embed.process.exits import exit_after
 
-    job_process(sys.argv[1:])  # this process is the job's own
+    read = read_at_entry(sys.argv[1:])  # the job's argv, read once
+    enter("run", sys.argv[1:], local=read is not None and read.plain)  # before TensorFlow loads
     from beam_embed.pipeline.job.command import main
 
-    exit_after(main)
+    exit_after(lambda: main(sys.argv[1:], read=read))

@@ -28,6 +28,16 @@ def pytest_configure(config):
     os.environ["BEAM_EMBED_CACHE"] = cache
 
 
+def pytest_terminal_summary(terminalreporter):
+    from tests.mounts import summary
+
+    lines = summary()
+    if lines:
+        terminalreporter.section("full disks and read-only folders: which path ran")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("tiny_ckpt"))

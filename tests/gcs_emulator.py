@@ -104,7 +104,7 @@ class GcsFolder:
 def use_emulator(patch, url: str, cache: str) -> None:
     """This process's gs:// paths on the emulator (`patch`: a pytest MonkeyPatch) with the
     commands' credentials look in place; gs:// models copied into `cache`."""
-    from beam_embed.pipeline.common import gcs_auth
+    from beam_embed.process import gcs_auth
 
     patch.setenv(gcs_auth.EMULATOR_ENV, url)
     patch.setenv("BEAM_EMBED_CACHE", cache)

@@ -12,7 +12,7 @@ from importlib.metadata import version
 import pytest
 
 from beam_embed.pipeline.cli import COMMANDS, main
-from beam_embed.pipeline.common.private_apis import option_strings
+from beam_embed.process.private_apis import option_strings
 
 HEAVY = ("apache_beam", "tensorflow", "numpy", "pyarrow")
 # Each help runs in a fresh interpreter and prints the heavy packages it loaded and its text.
@@ -41,7 +41,7 @@ def _help(argv: list[str], tmp_path) -> dict:
 def _options(command: str) -> set[str]:
     """Every option string the command's help must show (one spelling of each)."""
     if command == "run":
-        from beam_embed.pipeline.job.flags import help_parser
+        from beam_embed.pipeline.job.argv import help_parser
         parser = help_parser()
     else:
         parser = importlib.import_module(COMMANDS[command][0]).parser()

@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from beam_embed.pipeline.cli import COMMANDS, main
-from beam_embed.pipeline.common.flags import FlagError
+from beam_embed.pipeline.common.command_line import FlagError
 
 FOLLOW_UPS = sorted(set(COMMANDS) - {"run"})
 # Enough positionals and required flags for each command's parser to accept.
@@ -58,7 +58,7 @@ def test_both_spellings_set_the_same_option(command, flag, value, dest):
 
 
 def test_run_takes_both_spellings():
-    from beam_embed.pipeline.job.options import EmbedOptions, parse
+    from beam_embed.pipeline.job.beam_options import EmbedOptions, parse
 
     for flag in ("--batch_tokens", "--batch-tokens"):
         assert parse([flag, "77"]).view_as(EmbedOptions).batch_tokens == 77
@@ -82,7 +82,7 @@ def test_abbreviations_are_not_flags(capsys):
 
 
 def test_beam_options_pass_through_pca_and_run():
-    from beam_embed.pipeline.job.options import parse
+    from beam_embed.pipeline.job.beam_options import parse
     from beam_embed.pipeline.pca.command import parse_args
 
     _, beam_args = parse_args(MINIMAL["pca"] + ["--runner", "DirectRunner",

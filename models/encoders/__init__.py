@@ -2,8 +2,9 @@
 
 An entry names the class that implements beam_embed.models.encoder.Encoder (imported only to build one,
 so this module and every flag check stay free of TensorFlow), the poolings the kind offers,
-its compute precisions, its token layers and units, its kind-specific options, and why it lacks
-what it lacks (so a refused flag says so). Adding a kind = one class + one entry here + its
+its compute precisions, its accelerators (and, for a TPU, the length buckets of its fixed
+shapes), its token layers and units, its kind-specific options, and why it lacks what it lacks
+(so a refused flag says so). Adding a kind = one class + one entry here + its
 tests. A handle given alone (`--encoder H`) is matched against the kinds that say how they are
 recognized (models/encoders/detect.py), in registry order.
 """
@@ -14,7 +15,8 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 
-from beam_embed.models.choices import ACCELERATORS, PRECISIONS
+from beam_embed.models.encoder_choices import ACCELERATORS, PRECISIONS
+from beam_embed.models.fixed_shapes import SEQ_BUCKETS, FixedShapes
 from beam_embed.models.pooling import (
     ELMO_OUTPUTS,
     ELMO_POOLERS,
@@ -34,6 +36,7 @@ class EncoderKind:
     default_pooling: tuple[str, ...] = ("cls",)  # when neither flags nor a preset name one
     precisions: tuple[str, ...] = ("fp32",)
     accelerators: tuple[str, ...] = ("auto", "gpu")  # tpu: XLA in fixed shapes (bert only)
+    fixed_lengths: tuple[int, ...] = ()  # tpu: the length buckets of its fixed shapes
     named_layers: tuple[str, ...] = ()  # token layers by name (ELMo's outputs), else by index
     default_token_layer: str = "-1"
     token_units: tuple[str, ...] = ("word",)
@@ -52,6 +55,11 @@ class EncoderKind:
     def encoder_class(self):
         module, name = self.implementation.split(":")
         return getattr(importlib.import_module(module), name)
+
+    def fixed_shapes(self, batch_tokens: int, max_batch_size: int, max_seq_length: int):
+        """The (rows, length) shapes its calls run in on a TPU
+        (beam_embed.models.fixed_shapes.FixedShapes over `fixed_lengths`)."""
+        return FixedShapes.of(batch_tokens, max_batch_size, self.fixed_lengths, max_seq_length)
 
     def _because(self, what: str) -> str:
         return f" ({self.why[what]})" if what in self.why else ""
@@ -115,8 +123,8 @@ _TPU_WHY = ("the TPU path compiles the TF-Hub BERT contract's call; export BERT-
 KINDS = {
     "bert": EncoderKind(
         "bert", "beam_embed.models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
-        accelerators=ACCELERATORS, token_units=("word", "wordpiece"), min_seq_length=3,
-        preprocessor=True),
+        accelerators=ACCELERATORS, fixed_lengths=SEQ_BUCKETS, token_units=("word", "wordpiece"),
+        min_seq_length=3, preprocessor=True),
     "bert_tf1": EncoderKind(
         "bert_tf1", "beam_embed.models.encoders.bert_tf1:HubBertTf1Encoder",
         {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),

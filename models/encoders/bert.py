@@ -7,7 +7,6 @@ encoder and preprocessor contracts are used. Loaded once; every batch goes throu
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import logging
@@ -17,19 +16,17 @@ import numpy as np
 import tensorflow as tf
 
 from beam_embed.models import accelerators, cpu
-from beam_embed.models.choices import PRECISIONS
-from beam_embed.models.encoder import Encoder, Units, WordPieces
+from beam_embed.models.encoder import Encoder, Units, WordPieces, Words
+from beam_embed.models.encoder_choices import PRECISIONS
+from beam_embed.models.encoders import encoder_kind
 from beam_embed.models.export_format import METADATA_FILE, precision_folder
-from beam_embed.models.fixed_shapes import FixedShapes
+from beam_embed.models.fixed_shapes import bucket_length
 from beam_embed.models.gcs_copy import local_copy
 from beam_embed.models.hub_loader import downloads, load_once, resolve_handle
 from beam_embed.models.pooling import EncoderOutput
 from beam_embed.models.warm_up import wait as wait_for_warm_up
 from beam_embed.models.xla import CompiledForward
 
-# Batches are packed to their own longest length, rounded up to one of these shapes (few shapes:
-# few retraces, little padding).
-SEQ_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 # BERT groups (see HubBertEncoder.plan) use finer lengths: 2-token steps where short texts live.
 GROUP_BUCKETS = (*range(4, 33, 2), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
                  *range(288, 513, 32))
@@ -46,11 +43,6 @@ NEW_SHAPE_COST_TOKENS = 400
 # the same shapes repeated). Past this many, a group runs in the cheapest shape already made that
 # holds it (extra rows are empty texts), so memory stays flat however long the job runs.
 MAX_SHAPES = 64
-
-
-def bucket_length(longest: int, max_seq_length: int, buckets=SEQ_BUCKETS) -> int:
-    i = bisect.bisect_left(buckets, longest)
-    return min(buckets[i] if i < len(buckets) else longest, max_seq_length)
 
 
 def precision_handle(encoder: str, precision: str) -> str:
@@ -146,7 +138,7 @@ class HubBertEncoder(Encoder):
             self._setup(preprocessor_model, forward, max_seq_length)
         if accelerator == "tpu":
             self._compiled = CompiledForward(forward, strategy)
-            self.fixed_shapes = FixedShapes.of(*batch, SEQ_BUCKETS, self.max_seq_length)  # as spec
+            self.fixed_shapes = encoder_kind(self.kind).fixed_shapes(*batch, self.max_seq_length)
             self.parallel_calls = False  # one device runs one program at a time
 
     def _setup(self, preprocessor, forward, max_seq_length: int) -> None:
@@ -211,13 +203,13 @@ class HubBertEncoder(Encoder):
             tokens = self._preprocessor.tokenize(tf.constant(texts, dtype=tf.string))
         return Units.of(tokens.merge_dims(-2, -1) if tokens.ragged_rank == 2 else tokens)
 
-    def tokenize_with_offsets(self, texts: list[str]):
-        """Pieces [batch, words, pieces] with each word's byte span in the original text."""
+    def tokenize_with_offsets(self, texts: list[str]) -> Words:
+        """Each word's pieces, with the word's byte span in the original text."""
         if not hasattr(self._preprocessor, "tokenize_with_offsets"):
             raise ValueError("this preprocessor has no tokenize_with_offsets; token-level output "
                              "needs an export made by `beam-embed export-model`")
         out = self._preprocessor.tokenize_with_offsets(tf.constant(texts, dtype=tf.string))
-        return out["pieces"], out["word_begin"], out["word_end"]
+        return Words.of(out["pieces"], out["word_begin"], out["word_end"])
 
     def vocabulary(self) -> list[str]:
         """id -> piece string, from the vocab file saved inside the preprocessor."""

@@ -13,9 +13,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from beam_embed.models.encoder import Encoder, Units
+from beam_embed.models.encoder import Encoder, Units, Words
 from beam_embed.models.encoders import ELMO_SIGNATURES as SIGNATURES
-from beam_embed.models.encoders.bert import bucket_length
+from beam_embed.models.fixed_shapes import bucket_length
 from beam_embed.models.hub_loader import HandleError, is_remote, load_once
 from beam_embed.models.pooling import ELMO_OUTPUTS, EncoderOutput
 
@@ -64,16 +64,13 @@ class HubElmoEncoder(Encoder):
 
     def tokenize(self, texts: list[str]) -> Units:
         """Words per text (bytes)."""
-        return Units.of(self.tokenize_with_offsets(texts)[0])
+        return self.tokenize_with_offsets(texts).units
 
-    def tokenize_with_offsets(self, texts: list[str]):
-        strings = tf.constant(texts, dtype=tf.string)
+    def tokenize_with_offsets(self, texts: list[str]) -> Words:
         if self._signature == "default":  # the module's own split: on single spaces
-            words = tf.strings.split(strings, sep=" ")
-            words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
-            begin, end = _space_offsets(texts, words)
-            return words, begin, end
-        return tf_text.regex_split_with_offsets(strings, _WORD_DELIMS, _PUNCTUATION)
+            return _space_words(texts)
+        strings = tf.constant(texts, dtype=tf.string)
+        return Words.of(*tf_text.regex_split_with_offsets(strings, _WORD_DELIMS, _PUNCTUATION))
 
     def _run(self, words: Units, seq_length: int) -> dict:
         if self._signature == "default":
@@ -93,17 +90,18 @@ class HubElmoEncoder(Encoder):
                              mask=mask, pooled={"default": out["default"].numpy()})
 
 
-def _space_offsets(texts: list[str], words: tf.RaggedTensor):
-    """Byte offsets of space-split words, found left to right in each text."""
-    begins, ends = [], []
-    for text, row in zip(texts, words.to_list()):
-        data, pos, b, e = text.encode("utf-8"), 0, [], []
-        for word in row:
-            start = data.index(word, pos)
-            b.append(start)
-            e.append(start + len(word))
-            pos = start + len(word)
-        begins.append(b)
-        ends.append(e)
-    return (tf.ragged.constant(begins, dtype=tf.int64, ragged_rank=1),
-            tf.ragged.constant(ends, dtype=tf.int64, ragged_rank=1))
+def _space_words(texts: list[str]) -> Words:
+    """Each text split on single spaces (empty words dropped), with each word's byte span."""
+    words, begin, counts = [], [], []
+    for text in texts:
+        pos, before = 0, len(words)
+        for word in text.encode("utf-8").split(b" "):
+            if word:
+                words.append(word)
+                begin.append(pos)
+            pos += len(word) + 1
+        counts.append(len(words) - before)
+    values = np.array(words, object)
+    starts = np.array(begin, np.int64)
+    units = Units(values, np.array(counts, np.int64))
+    return Words(units, units.lengths, starts, starts + np.array([len(w) for w in words], np.int64))

@@ -24,7 +24,8 @@ import numpy as np
 import tensorflow as tf
 
 from beam_embed.models.encoder import Encoder, Units
-from beam_embed.models.encoders.bert import SEQ_BUCKETS, SPECIAL_TOKENS_PER_TEXT, bucket_length
+from beam_embed.models.encoders.bert import SPECIAL_TOKENS_PER_TEXT
+from beam_embed.models.fixed_shapes import bucket_length
 from beam_embed.models.pooling import EncoderOutput
 
 CONFIG, WEIGHTS, VOCAB = "config.json", "model.safetensors", "vocab.txt"
@@ -157,7 +158,7 @@ class KerasHubBertEncoder(Encoder):
         """[CLS] pieces [SEP], padded to the batch's (bucketed) longest length."""
         lengths = pieces.lengths
         longest = int(lengths.max()) if len(lengths) else 0
-        seq = bucket_length(longest + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length, SEQ_BUCKETS)
+        seq = bucket_length(longest + SPECIAL_TOKENS_PER_TEXT, self.max_seq_length)
         kept = np.minimum(lengths, seq - SPECIAL_TOKENS_PER_TEXT)
         rows = len(lengths)
         ids = np.full((rows, seq), self._pad, np.int32)

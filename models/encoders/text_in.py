@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from beam_embed.models.encoder import Encoder, Units
+from beam_embed.models.encoder import Encoder, Units, Words
 from beam_embed.models.encoders.detect import call_functions, callable_description
 from beam_embed.models.hub_loader import load_once
 from beam_embed.models.pooling import EncoderOutput
@@ -119,8 +119,8 @@ class HubTextEncoder(Encoder):
     def tokenize(self, texts: list[str]) -> Units:
         return Units.of(units_with_offsets(texts)[0])
 
-    def tokenize_with_offsets(self, texts: list[str]):
-        return units_with_offsets(texts)
+    def tokenize_with_offsets(self, texts: list[str]) -> Words:
+        return Words.of(*units_with_offsets(texts))
 
     def encode(self, units: Units, layers=(), shape=None) -> EncoderOutput:
         """The model on the texts its units spell (the whole text, or its first words)."""

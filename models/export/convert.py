@@ -20,7 +20,7 @@ import os
 import tensorflow as tf
 
 from beam_embed.models.bert_preprocessor import BertPreprocessor
-from beam_embed.models.choices import PRECISIONS
+from beam_embed.models.encoder_choices import PRECISIONS
 from beam_embed.models.export.bert_encoder import LOW_PRECISIONS, BertEncoder, LowPrecisionEncoder
 from beam_embed.models.export.checkpoint import Checkpoint, CheckpointError
 from beam_embed.models.export.checkpoint_layout import inspect_checkpoint, open_tensors

@@ -8,8 +8,8 @@ import os
 import shutil
 import sys
 
+from beam_embed.pipeline.common.command_line import CommandParser, FlagError
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, FlagError
 
 PROG = "beam-embed cache"
 ACTIONS = ("list", "clear")

@@ -20,6 +20,7 @@ import uuid
 import apache_beam as beam
 from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.iobase import Write
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
@@ -63,6 +64,14 @@ class WriteEachBundle(beam.PTransform):
 
     def expand(self, pcoll):
         return pcoll | beam.ParDo(_WriteBundle(self._sink))
+
+
+def write_shards(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
+    """Beam's sink steps, or, for one in-process worker (`in_bundles`) with the shard count left
+    to the runner, each bundle's file written where it stays."""
+    if in_bundles and sink.num_shards == 0:
+        return WriteEachBundle(sink)
+    return Write(sink)
 
 
 def number_shards(paths: list[str], template: str) -> list[str]:

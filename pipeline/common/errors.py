@@ -2,7 +2,7 @@
 
 A command's `main` is wrapped in `one_line_errors(prog)`: an OS, Arrow, TensorFlow, YAML or Beam
 error becomes `prog: <cause> (<file>)` and exit code FAILED (or the code the error carries);
-`-v`/`--verbose` (beam_embed.pipeline.common.log) or `--debug` adds the full traceback. Beam re-raises a
+`-v`/`--verbose` (beam_embed.process.log) or `--debug` adds the full traceback. Beam re-raises a
 step's error wrapped in its own (with "[while running 'Step']"), so the line is made from the
 innermost cause, plus the step's name. Ctrl-C is `prog: interrupted` and exit code INTERRUPTED
 (130) wherever it lands, whatever Beam turns it into (exits.interrupts_recorded).
@@ -16,8 +16,8 @@ import re
 import sys
 import traceback
 
-from beam_embed.pipeline.common import exits
-from beam_embed.pipeline.common.log import is_verbose, set_verbose
+from beam_embed.process import exits
+from beam_embed.process.log import is_verbose, set_verbose
 
 DEBUG_FLAG = "--debug"
 _STEP = re.compile(r"\[while running '([^']+)'\]")
@@ -107,11 +107,12 @@ def take_debug_flag(argv: list[str]) -> list[str]:
 
 
 def one_line_errors(prog: str):
-    """Decorates a command's main(argv) -> exit code: every uncaught error is one line."""
+    """Decorates a command's main(argv, **kwargs) -> exit code: every uncaught error is one
+    line."""
 
     def wrap(main):
         @functools.wraps(main)
-        def wrapped(argv=None):
+        def wrapped(argv=None, **kwargs):
             argv = take_debug_flag(sys.argv[1:] if argv is None else list(argv))
             verbose = is_verbose() or any(a in ("-v", "--verbose") for a in argv)
             quieted = [] if verbose else [logging.getLogger(n) for n in _BEAM_ERROR_LOGGERS]
@@ -120,7 +121,7 @@ def one_line_errors(prog: str):
                 log.setLevel(logging.CRITICAL)
             try:
                 with exits.interrupts_recorded(verbose):
-                    return main(argv)
+                    return main(argv, **kwargs)
             except KeyboardInterrupt as e:
                 return _interrupted(prog, e, verbose)
             except Exception as e:  # every error ends here as one line  # noqa: BLE001

@@ -7,8 +7,8 @@ folder's checks (beam_embed.pipeline.common.staging) read any command's manifest
 classes' `recognizes` and `listed_in`.
 
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
-(pca, search) finds the shards through it. "This folder is not a job output" is answered here,
-once, for every command.
+(pca, search, --reuse) finds the shards through it (beam_embed.pipeline.common.embedding_set).
+"This folder is not a job output" is answered here, once, for every command.
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.errors import one_line
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 MANIFEST = "manifest.json"
 PREFIX = "embeddings"
@@ -94,6 +91,96 @@ def _read_json(folder: str) -> dict:
             raise ValueError(f"{path} is not valid JSON ({e})") from e
 
 
+def _later(default=None):
+    """A key that some runs do not write (older runs; a dry run's reuse): it reads as None when
+    absent, and is left out again when None."""
+    return dataclasses.field(default=default, metadata={"later": True})
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A nested entry of the job manifest: its keys typed and written in their order; a `_later`
+    key that was absent stays absent, and keys this code does not know are kept as they were
+    read (`extra`), so an entry writes back what it read, byte for byte."""
+
+    extra: dict = dataclasses.field(default_factory=dict, kw_only=True, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict):
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v
+                      for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
+
+    def to_json(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name != "extra" and not (value is None and f.metadata.get("later")):
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return {**out, **self.extra}
+
+
+@dataclass(frozen=True)
+class ModelEntry(_Entry):
+    """The model that embedded the run; a run that --reuse copies from must have the same
+    fingerprint, max length, long-text policy and precision."""
+    name: str | None = None
+    kind: str | None = None
+    encoder: str | None = None
+    preprocessor: str | None = None  # None: the kind takes none
+    fingerprint: str | None = None
+    max_seq_length: int | None = None  # None: the whole text (text-in embedders)
+    long_text: str | None = _later()
+    precision: str | None = _later()  # absent before --reuse
+
+
+@dataclass(frozen=True)
+class PoolingEntry(_Entry):
+    """One pooling's vector column; int8 adds its ranges (value = code * scale + offset, per
+    dimension: beam_embed.pipeline.common.vector_dtypes)."""
+    name: str
+    column: str
+    width: int
+    normalize: bool = False
+    scale: tuple[float, ...] | None = _later()
+    offset: tuple[float, ...] | None = _later()
+
+
+@dataclass(frozen=True)
+class TokensEntry(_Entry):
+    """Token granularity: which layer's vectors, per which unit, stored how."""
+    layer: str | None = None
+    unit: str | None = None
+    dtype: str | None = None
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class InputsEntry(_Entry):
+    """What the run read (an older run's manifest may lack any of it)."""
+    patterns: tuple[str, ...] | None = _later()
+    files: int | None = _later()
+    bytes: int | None = _later()
+    split: str | None = _later()
+
+
+@dataclass(frozen=True)
+class ReuseEntry(_Entry):
+    """--reuse: the previous run copied from (a dry run names only its folder)."""
+    output: str
+    started_at: str | None = _later()
+    finished_at: str | None = _later()
+    fingerprint: str | None = _later()
+    manifest_sha256: str | None = _later()
+    rows: int | None = _later()
+
+
+# The job manifest's keys read into the typed entries above.
+_ENTRIES = {"model": ModelEntry, "tokens": TokensEntry, "inputs": InputsEntry,
+            "reused_from": ReuseEntry}
+
+
 @dataclass(frozen=True)
 class JobManifest:
     """`beam-embed run`'s manifest.json: the only code that writes it and reads it.
@@ -103,25 +190,24 @@ class JobManifest:
     text_column, metadata_columns, inputs, versions, started_at, duplicate_id_example (only
     when ids repeat), reused_from (only with --reuse), counts, files, errors_files, rows,
     finished_at, wall_time_s. A key an older run did not write reads as empty (`rows` came
-    later; `vector_dtype` as float32). The launcher makes one before the run
-    (build.manifest_base); the last step of the run completes it with what only the run knows
-    (sinks.WriteManifest) and writes it."""
+    later; `vector_dtype` as float32). The nested entries are typed (ModelEntry, PoolingEntry,
+    TokensEntry, InputsEntry, ReuseEntry) and write back the keys they read. The launcher makes
+    one before the run (build.manifest_base); the last step of the run completes it with what
+    only the run knows (sinks.WriteManifest) and writes it."""
 
-    model: dict  # name, kind, encoder, preprocessor, fingerprint, max_seq_length, long_text
-    # {"name", "column", "width", "normalize"} each, int8 adding "scale" and "offset" (value =
-    # code * scale + offset, per dimension); [] for token granularity
-    poolings: list
+    model: ModelEntry
+    poolings: tuple[PoolingEntry, ...]  # () for token granularity
     granularity: str = "sentence"
-    tokens: dict | None = None  # token granularity: layer, unit, dtype, width
+    tokens: TokensEntry | None = None  # token granularity only
     vector_dtype: str = "float32"  # how the poolings' vectors are stored (absent before: float32)
     formats: list = dataclasses.field(default_factory=list)  # as --format gave them
     text_column: bool = False
     metadata_columns: list = dataclasses.field(default_factory=list)
-    inputs: dict = dataclasses.field(default_factory=dict)  # patterns, files, bytes, split
+    inputs: InputsEntry = InputsEntry()
     versions: dict = dataclasses.field(default_factory=dict)
     started_at: str = ""
     duplicate_id_example: str | None = None
-    reused_from: dict | None = None  # --reuse: output, started_at, finished_at, fingerprint, ...
+    reused_from: ReuseEntry | None = None  # --reuse only
     counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
     files: dict = dataclasses.field(default_factory=dict)  # format -> shard names
     errors_files: list = dataclasses.field(default_factory=list)
@@ -134,19 +220,19 @@ class JobManifest:
     def to_json(self) -> dict:
         out = {"granularity": self.granularity}
         if self.tokens is not None:
-            out["tokens"] = self.tokens
-        out.update({"format_version": self.written_version, "model": self.model,
-                    "poolings": self.poolings})
+            out["tokens"] = self.tokens.to_json()
+        out.update({"format_version": self.written_version, "model": self.model.to_json(),
+                    "poolings": [p.to_json() for p in self.poolings]})
         if self.vector_dtype != "float32":  # float32 runs write what they always wrote
             out["vector_dtype"] = self.vector_dtype
         out.update({"formats": self.formats,
                     "text_column": self.text_column, "metadata_columns": self.metadata_columns,
-                    "inputs": self.inputs, "versions": self.versions,
+                    "inputs": self.inputs.to_json(), "versions": self.versions,
                     "started_at": self.started_at})
         if self.duplicate_id_example is not None:
             out[DUPLICATE_EXAMPLE] = self.duplicate_id_example
         if self.reused_from is not None:
-            out["reused_from"] = self.reused_from
+            out["reused_from"] = self.reused_from.to_json()
         out.update({"counts": self.counts, "files": self.files,
                     "errors_files": self.errors_files, "rows": self.rows,
                     "finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
@@ -162,7 +248,12 @@ class JobManifest:
     @classmethod
     def from_json(cls, data: dict) -> JobManifest:
         keys = {f.name for f in dataclasses.fields(cls)} - {"started_unix"}
-        return cls(**{k: v for k, v in data.items() if k in keys})
+        fields = {k: v for k, v in data.items() if k in keys}
+        for key, entry in _ENTRIES.items():
+            if fields.get(key) is not None:
+                fields[key] = entry.from_json(fields[key])
+        fields["poolings"] = tuple(PoolingEntry.from_json(p) for p in fields.get("poolings", ()))
+        return cls(**fields)
 
     @classmethod
     def read(cls, folder: str) -> JobManifest:
@@ -243,112 +334,6 @@ class PcaManifest:
 JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
                  re.compile(rf"({PREFIX}|{ERRORS_PREFIX})-[0-9]+-of-[0-9]+(\..+)?"),
                  JobManifest.listed_in, JobManifest.recognizes)
-
-
-@dataclass(frozen=True)
-class PoolingColumn:
-    """One pooling's vector column in the embedding files, and how it is stored."""
-    name: str
-    column: str
-    width: int
-    normalize: bool
-    dtype: str = "float32"
-    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.vector_dtypes
-    offset: tuple = ()
-
-    def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples
-        object.__setattr__(self, "scale", tuple(self.scale))
-        object.__setattr__(self, "offset", tuple(self.offset))
-
-    def stored(self) -> StoredVectors:
-        return StoredVectors(self.dtype, self.width, self.scale, self.offset)
-
-    @property
-    def unit_length(self) -> bool:
-        """The vectors read back are unit length (normalized and stored exactly)."""
-        return self.normalize and self.dtype == "float32"
-
-
-# The non-vector columns of every record and their Arrow types (`text` when the manifest says
-# so; metadata columns are strings).
-BASE_TYPES = {"id": pa.string(), "text": pa.string(), "source": pa.string(),
-              "num_tokens": pa.int32(), "truncated": pa.bool_()}
-
-
-@dataclass(frozen=True)
-class EmbeddingSet:
-    """What `manifest.json` says about an output folder of the embedding job."""
-    folder: str
-    model: dict
-    poolings: tuple[PoolingColumn, ...]
-    metadata_columns: tuple[str, ...]
-    has_text: bool
-    files: dict  # format -> tuple of full shard paths
-    finished_at: str = ""
-    counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
-    rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows (newer runs)
-
-    @property
-    def manifest_path(self) -> str:
-        return FileSystems.join(self.folder, MANIFEST)
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The non-vector columns of every record, in file order."""
-        text = ("text",) if self.has_text else ()
-        return ("id",) + text + ("source",) + self.metadata_columns + ("num_tokens", "truncated")
-
-    def column_type(self, column: str) -> pa.DataType:
-        return BASE_TYPES.get(column, pa.string())
-
-    def pooling(self, name: str | None) -> PoolingColumn:
-        """The pooling named `name` (its name or its column); the first one when `name` is None."""
-        if name is None:
-            return self.poolings[0]
-        for p in self.poolings:
-            if name in (p.name, p.column):
-                return p
-        choices = sorted({p.name for p in self.poolings} | {p.column for p in self.poolings})
-        raise ValueError(f"unknown pooling {name!r} in {self.manifest_path}; "
-                         f"expected one of {choices}")
-
-    def shards(self, fmt: str | None) -> tuple[str, tuple[str, ...]]:
-        """(format, shard paths) to read: `fmt`, else the first format with a reader that has
-        shards here, in registry order (Parquet, then TFRecord)."""
-        listed = [f for f in output_formats.readable() if self.files.get(f)]
-        if fmt is None:
-            if not listed:
-                raise ValueError(f"{self.manifest_path} lists no shards; expected files in one "
-                                 f"of {output_formats.readable()}")
-            fmt = listed[0]
-        if fmt not in listed and self.files.get(fmt):
-            raise ValueError(f"the {fmt} shards of {self.manifest_path} cannot be read here (no "
-                             f"reader for that format); expected one of {listed}")
-        if fmt not in listed:
-            raise ValueError(f"format {fmt!r} has no shards in {self.manifest_path}; "
-                             f"expected one of {listed}")
-        return fmt, self.files[fmt]
-
-
-def load_embedding_set(folder: str) -> EmbeddingSet:
-    """Reads and checks `folder/manifest.json` (local or any Beam filesystem, e.g. gs://)."""
-    manifest = JobManifest.read(folder)
-    path = FileSystems.join(folder, MANIFEST)
-    poolings = tuple(PoolingColumn(p["name"], p["column"], int(p["width"]),
-                                   bool(p.get("normalize")), manifest.vector_dtype,
-                                   p.get("scale", ()), p.get("offset", ()))
-                     for p in manifest.poolings)
-    if not poolings:
-        raise ValueError(f"{path} lists no poolings (a token-granularity run has one vector per "
-                         "token, not per record)")
-    files = {fmt: tuple(FileSystems.join(folder, name) for name in names)
-             for fmt, names in manifest.files.items()
-             if fmt in output_formats.OUTPUT_FORMATS}
-    return EmbeddingSet(folder=folder, model=dict(manifest.model), poolings=poolings,
-                        metadata_columns=tuple(manifest.metadata_columns),
-                        has_text=bool(manifest.text_column), files=files,
-                        finished_at=manifest.finished_at, counts=dict(manifest.counts),
-                        rows=dict(manifest.rows))
 
 
 def listed_files(paths, formats) -> dict:

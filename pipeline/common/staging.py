@@ -37,8 +37,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.pipeline.common.errors import CommandError, one_line
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, existing_outputs
+from beam_embed.process.log import log
 
 STAGING_PREFIX = ".beam-embed-staging-"
 BEAM_TEMP_PREFIX = "beam-temp-"  # Beam's FileBasedSink: <output dir>/beam-temp-<prefix>-<uuid>/

@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.common.vectors import vector_matrix
 
 INT8_LEVELS = 255  # codes -128..127
@@ -122,10 +122,6 @@ class StoredVectors:
         numpy = {"float16": "<f2", "int8": np.int8, "binary": np.uint8}[self.dtype]
         rows = np.frombuffer(b"".join(values), numpy)
         return rows.reshape(len(values), -1)
-
-    def manifest(self) -> dict:
-        """The pooling entry's keys for this storage (int8: its ranges)."""
-        return {"scale": list(self.scale), "offset": list(self.offset)} if self.scale else {}
 
 
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,

@@ -20,13 +20,13 @@ import json
 import sys
 import time
 
-from beam_embed.pipeline.common.choices import VECTOR_DTYPES
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
-from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
 from beam_embed.pipeline.evaluate.sample_pairs import sample_dataset
+from beam_embed.process.log import log
 
 DEFAULT_MODEL = "minilm"
 DEFAULT_BATCH = 64

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser, FlagError
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, FlagError
-from beam_embed.pipeline.common.quiet import import_tensorflow
 
 PROG = "beam-embed export-model"
 

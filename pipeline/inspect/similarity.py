@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
-from beam_embed.pipeline.common.quiet import import_tensorflow
-from beam_embed.pipeline.common.terminal import printable
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed similarity"
 

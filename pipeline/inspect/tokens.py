@@ -17,10 +17,10 @@ import itertools
 import json
 import sys
 
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
-from beam_embed.pipeline.common.quiet import import_tensorflow
-from beam_embed.pipeline.common.terminal import json_printable, printable
+from beam_embed.process.terminal import json_printable, printable
 
 UNKNOWN = "[UNK]"
 PROG = "beam-embed tokens"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from beam_embed.pipeline.common.private_apis import sort_and_batch_dofn
+from beam_embed.process.private_apis import batch_buffer, set_batch_buffer, sort_and_batch_dofn
 
 # Records sorted together, as a multiple of the batch size: each window spans the corpus's length
 # mix many batches over, so batches stay near-uniform in length (benchmark corpus, 20,000
@@ -35,10 +35,11 @@ class _WindowedSortAndBatchDoFn(sort_and_batch_dofn()):
         self._limit = min(window, first_window or window)
 
     def process(self, element):
-        self._buffer.append(element)
-        if len(self._buffer) >= self._limit:
+        buffer = batch_buffer(self)
+        buffer.append(element)
+        if len(buffer) >= self._limit:
             batches = [wv.value for wv in super().finish_bundle()]  # sorts, cuts, clears
-            self._buffer = batches.pop()  # the longest batch waits: it may fill up
+            set_batch_buffer(self, batches.pop())  # the longest batch waits: it may fill up
             self._limit = self._window
             yield from batches
 

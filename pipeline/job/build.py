@@ -12,7 +12,14 @@ import time
 
 import apache_beam as beam
 
-from beam_embed.pipeline.common.manifest import DUPLICATE_EXAMPLE, JobManifest
+from beam_embed.pipeline.common.manifest import (
+    DUPLICATE_EXAMPLE,
+    InputsEntry,
+    JobManifest,
+    ModelEntry,
+    PoolingEntry,
+    TokensEntry,
+)
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.common.versions import installed_version
@@ -29,108 +36,121 @@ COUNTS = ("read", "embedded", "skipped_empty", "dead_lettered", "truncated", "to
           "files_incomplete", "duplicate_ids")
 
 
-def probe_widths(cfg, on_host: bool = False) -> tuple[tuple[str, int], ...]:
+def read_dead_counts(dead) -> list[tuple[str, int]]:
+    """What a dead letter of the files' reading adds to the counts: one record read, and a
+    file that broke off one incomplete file (its dead letter, for the lost rest of the file,
+    is counted in dead_lettered by dead_counts)."""
+    return [("read", 1)] + ([("files_incomplete", 1)] if dead.kind == INCOMPLETE else [])
+
+
+def dead_counts(dead) -> list[tuple[str, int]]:
+    """What every dead letter (read, prepared or embedded) adds to the counts: an empty text
+    is skipped_empty, any other dead_lettered."""
+    return [("skipped_empty" if dead.kind == EMPTY else "dead_lettered", 1)]
+
+
+def probe_widths(run, on_host: bool = False) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
     any data is read, and the output schema learns each pooling's width. `on_host`: the
     workers hold the accelerator, so the launcher runs its code path on its own CPU."""
-    spec = dataclasses.replace(cfg.encoder, on_host=True) if on_host else cfg.encoder
+    spec = dataclasses.replace(run.encoder, on_host=True) if on_host else run.encoder
     embedder = spec.build()
-    if cfg.encoder.granularity == "token":
+    if run.encoder.granularity == "token":
         return (("vectors", int(embedder.width)),)
     vectors = embedder.embed(["probe"]).vectors
     return tuple((column, int(vectors[column].shape[1])) for column in embedder.columns)
 
 
-def unprobed_widths(cfg) -> tuple[tuple[str, int], ...]:
+def unprobed_widths(run) -> tuple[tuple[str, int], ...]:
     """Each pooling's column with an unknown (0) width: for a model that is not loaded."""
-    return tuple((p.column, 0) for p in cfg.encoder.parsed_poolings())
+    return tuple((p.column, 0) for p in run.encoder.parsed_poolings())
 
 
-def manifest_base(cfg, widths, files, stored=()) -> JobManifest:
-    """The manifest's fields known before the run; counts and files are added at its end.
-    `stored`: each pooling's storage (beam_embed.pipeline.job.calibration), int8's ranges in its entry."""
+def manifest_base(run) -> JobManifest:
+    """The manifest's fields known before the run (a ResolvedRun's); counts and files are added
+    at its end. Each pooling's storage (beam_embed.pipeline.job.calibration) puts int8's ranges in
+    its entry."""
     import tensorflow as tf
 
     from beam_embed.models.encoders import encoder_kind
 
-    spec = cfg.encoder
+    spec, s, files = run.encoder, run.settings, run.files
     kind = encoder_kind(spec.kind)
-    width = dict(widths)
+    width = dict(run.widths)
     token_level = spec.granularity == "token"
     poolings = [] if token_level else spec.parsed_poolings()
-    ranges = {column: s.manifest() for (column, _), s in zip(widths, stored)}
+    ranges = {column: (st.scale or None, st.offset or None)
+              for (column, _), st in zip(run.widths, run.stored)}
     return JobManifest(
         granularity=spec.granularity,
-        tokens={"layer": spec.token_layer or kind.default_token_layer,
-                "unit": spec.token_unit if spec.token_unit in kind.token_units
-                else kind.token_units[0],
-                "dtype": spec.token_dtype, "width": width["vectors"]} if token_level else None,
-        model={"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
-               "preprocessor": spec.preprocessor,
-               "fingerprint": spec.fingerprint(),
-               "max_seq_length": spec.max_seq_length,
-               "long_text": spec.long_text, "precision": spec.precision},
-        poolings=[{"name": p.spec, "column": p.column, "width": width[p.column],
-                   "normalize": spec.normalize, **ranges.get(p.column, {})} for p in poolings],
-        vector_dtype=cfg.vector_dtype,
-        formats=list(cfg.formats),
-        text_column=cfg.include_text,
-        metadata_columns=list(cfg.metadata_fields),
-        inputs={"patterns": list(cfg.inputs), "files": len(files),
-                "bytes": sum(size for _, size in files), "split": cfg.split},
+        tokens=TokensEntry(
+            layer=spec.token_layer or kind.default_token_layer,
+            unit=spec.token_unit if spec.token_unit in kind.token_units else kind.token_units[0],
+            dtype=spec.token_dtype, width=width["vectors"]) if token_level else None,
+        model=ModelEntry(name=spec.name, kind=spec.kind, encoder=spec.encoder,
+                         preprocessor=spec.preprocessor, fingerprint=spec.fingerprint(),
+                         max_seq_length=spec.max_seq_length, long_text=spec.long_text,
+                         precision=spec.precision),
+        poolings=tuple(PoolingEntry(p.spec, p.column, width[p.column], spec.normalize,
+                                    *ranges.get(p.column, (None, None))) for p in poolings),
+        vector_dtype=s.vector_dtype,
+        formats=list(s.format),
+        text_column=s.include_text,
+        metadata_columns=list(s.metadata_fields),
+        inputs=InputsEntry(patterns=tuple(s.input), files=len(files),
+                           bytes=sum(size for _, size in files), split=s.split),
         versions={"beam": beam.__version__, "tensorflow": tf.__version__,
                   "tensorflow_text": installed_version("tensorflow-text"),
                   "python": platform.python_version()},
         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         started_unix=time.time(),
-        reused_from=cfg.previous.reused_from if cfg.previous is not None else None,
+        reused_from=run.previous.reused_from if run.previous is not None else None,
     )
 
 
-def build_pipeline(p: beam.Pipeline, cfg, files, widths, workers: int = 1,
-                   spread: bool = True, stored=(), expected: float = 0.0) -> None:
+def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
+                   expected: float = 0.0) -> None:
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
     sink steps around it (beam_embed.pipeline.common.bundle_write): the manifest names the shards.
-    `stored`: how each pooling's vectors are stored (beam_embed.pipeline.job.calibration); (): float32.
-    `expected`: the records the input is expected to hold, for the progress lines (0: unknown)."""
-    corpus = p | "ReadCorpus" >> ReadCorpus(files, cfg.input_format, cfg.fields(), cfg.clean,
-                                            cfg.split, spread, ids=bool(cfg.id_field))
-    embed = EmbedRecords(cfg.encoder, cfg.batch_tokens, cfg.max_batch_size, cfg.progress_every,
+    `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
+    (beam_embed.pipeline.job.calibration; (): float32) and --reuse's previous run. `expected`:
+    the records the input is expected to hold, for the progress lines (0: unknown)."""
+    s, files = run.settings, run.files
+    corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
+                                            s.split, spread, ids=bool(s.id_field))
+    embed = EmbedRecords(run.encoder, s.batch_tokens, s.max_batch_size, s.progress_every,
                          share=expected / max(workers, 1))
-    incremental = count_names(cfg.dedupe, cfg.previous)
+    incremental = count_names(s.dedupe, run.previous)
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
-        embed = EmbedDistinct(embed, cfg.dedupe, cfg.previous)
+        embed = EmbedDistinct(embed, s.dedupe, run.previous)
     embedded = corpus["records"] | "EmbedRecords" >> embed
-    if cfg.encoder.granularity == "token":
-        schema = TokenSchema(widths, cfg.metadata_fields, cfg.include_text,
-                             dtype=cfg.encoder.token_dtype)
+    if run.encoder.granularity == "token":
+        schema = TokenSchema(run.widths, s.metadata_fields, s.include_text,
+                             dtype=run.encoder.token_dtype)
     else:
-        schema = OutputSchema(widths, cfg.metadata_fields, cfg.include_text, tuple(stored))
-    written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).writer_class()(
-        cfg.output, schema, cfg.num_shards, in_bundles=not spread) for fmt in cfg.formats]
+        schema = OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
+    written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).write(
+        s.output, schema, s.num_shards, in_bundles=not spread) for fmt in s.format]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
-    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(cfg.output, not spread))
-    # a file that broke off is one dead letter (counted in dead_lettered) for its lost rest
+    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(s.output, not spread))
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
-              count(corpus["read_dead"], "ReadDead", lambda d: [("read", 1)] + (
-                  [("files_incomplete", 1)] if d.kind == INCOMPLETE else [])),
+              count(corpus["read_dead"], "ReadDead", read_dead_counts),
               count(embedded["batches"], "Embedded", lambda b: [
                   ("embedded", len(b)), ("truncated", int(b.truncated.sum())),
                   ("tokens", int(b.num_tokens.sum()))]),
-              count(dead, "Dead", lambda d: [
-                  ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
+              count(dead, "Dead", dead_counts)]
     names, extras = COUNTS + incremental, None
     if incremental:
         counts.append(embedded["counts"])
-    if cfg.split != "none":
+    if s.split != "none":
         counts.append(count(corpus["records"], "Split", lambda r: [("split_records", 1)]))
         names += ("split_records",)
-    if cfg.id_field:  # without it, ids are path:line: unique
+    if s.id_field:  # without it, ids are path:line: unique
         found = corpus["ids"] | "FindDuplicateIds" >> FindDuplicateIds()
         counts.append(found | "CountDuplicateIds" >> beam.Map(lambda d: ("duplicate_ids", d[0])))
         extras = found | "DuplicateIdExample" >> beam.FlatMap(
             lambda d: [(DUPLICATE_EXAMPLE, d[1])] if d[0] else [])
     p | "WriteManifest" >> WriteManifest(
-        cfg.output, manifest_base(cfg, widths, files, stored), counts, written, names, extras)
+        s.output, manifest_base(run), counts, written, names, extras)

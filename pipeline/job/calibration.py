@@ -24,18 +24,19 @@ from beam_embed.pipeline.job.sources import read_file
 BATCH = 64
 
 
-def sample_texts(cfg, files, limit: int = CALIBRATION_ROWS) -> list[str]:
-    """Up to `limit` texts as the job would embed them: the first records of each file, spread
-    over up to `limit` files."""
-    shown = files[:limit]
+def sample_texts(run, limit: int = CALIBRATION_ROWS) -> list[str]:
+    """Up to `limit` texts as the job would embed them: the first records of each of the run's
+    files, spread over up to `limit` files."""
+    s = run.settings
+    shown = run.files[:limit]
     per_file = -(-limit // max(len(shown), 1))
-    splitter = SentenceSplitter() if cfg.split == "sentences" else None
+    splitter = SentenceSplitter() if s.split == "sentences" else None
     texts = []
     for path, _ in shown:
-        fmt = cfg.input_format or detect_format(path)
-        records = (r for r in read_file(path, fmt, cfg.fields()) if isinstance(r, Record))
+        fmt = s.input_format or detect_format(path)
+        records = (r for r in read_file(path, fmt, run.fields()) if isinstance(r, Record))
         for record in itertools.islice(records, per_file):
-            text = clean_text(record.text) if cfg.clean else record.text
+            text = clean_text(record.text) if s.clean else record.text
             if not text.strip():
                 continue
             record = Record(record.id, text, record.source, record.meta)
@@ -43,21 +44,22 @@ def sample_texts(cfg, files, limit: int = CALIBRATION_ROWS) -> list[str]:
     return texts[:limit]
 
 
-def vector_storage(cfg, widths, files) -> tuple[StoredVectors, ...]:
-    """Each pooling column's storage, in `widths`' order. int8 is calibrated on a sample of
-    `files` (a ValueError when they hold no text to calibrate on); `files` None (a dry run,
-    which reads no data): int8 without its ranges, which only describes the job."""
-    if cfg.vector_dtype != "int8" or files is None:
-        return tuple(StoredVectors(cfg.vector_dtype, width) for _, width in widths)
-    texts = sample_texts(cfg, files)
+def vector_storage(run, calibrate: bool = True) -> tuple[StoredVectors, ...]:
+    """Each pooling column's storage, in the run's widths' order. int8 is calibrated on a sample
+    of the run's files (a ValueError when they hold no text to calibrate on); not `calibrate`
+    (a dry run, which reads no data): int8 without its ranges, which only describes the job."""
+    dtype = run.settings.vector_dtype
+    if dtype != "int8" or not calibrate:
+        return tuple(StoredVectors(dtype, width) for _, width in run.widths)
+    texts = sample_texts(run)
     if not texts:
         raise ValueError("--vector_dtype int8 calibrates its ranges on the input's first "
                          "records, and the input holds no text to embed; expected at least one")
-    embedder = cfg.encoder.build()  # loaded already, to learn the widths
+    embedder = run.encoder.build()  # loaded already, to learn the widths
     texts.sort(key=len)  # batches of alike lengths pack short
     parts = [embedder.embed(texts[i:i + BATCH]).vectors for i in range(0, len(texts), BATCH)]
     stored = []
-    for column, width in widths:
+    for column, width in run.widths:
         scale, offset = int8_ranges(np.concatenate([p[column] for p in parts]))
         stored.append(StoredVectors("int8", width, scale, offset))
     return tuple(stored)

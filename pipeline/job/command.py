@@ -1,13 +1,13 @@
 """The embedding job: `beam-embed run` / `python -m beam_embed.pipeline.run`.
 
-main(argv) -> help (no Beam, no TensorFlow) -> with only the job's own flags, the encoder's
-warm-up starts on a thread before Beam is imported (early.py) -> argv read once into JobFlags
-(flags.py) and Beam's PipelineOptions (options.py), validated, the output folder checked (no data
-read) -> the encoder's warm-up starts (models/warm_up.py) unless it
-did -> claim the output folder -> probe the model and check its
-limits -> build_pipeline(p, cfg) into the run's staging folder -> run -> publish (swap the
-complete run in) -> summary and exit code (beam_embed.pipeline.common.exits). `--dry-run` builds the same
-job and describes it.
+main(argv) -> help (no Beam, no TensorFlow) -> argv read once into RunSettings, checked (argv.py,
+settings.py) -> with only the job's own flags, the encoder's warm-up starts on a thread before
+Beam is imported (warm_start.py) -> Beam's PipelineOptions (beam_options.py), the output folder
+checked (no data read) -> the encoder's spec (resolved.py), its warm-up started
+(models/warm_up.py) unless it did -> claim the output folder -> probe the model and check its
+limits -> build_pipeline(p, run) into the run's staging folder -> run -> publish (swap the
+complete run in) -> summary and exit code (beam_embed.process.exits). `--dry-run` builds
+the same job and describes it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import signal
 import sys
 import threading
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
-from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.job.flags import print_help
+from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
+from beam_embed.process import exits
+from beam_embed.process.log import log
 
 PROG = "beam-embed run"
 
@@ -33,58 +33,62 @@ def _bad_config(e: ValueError) -> int:
 
 
 @one_line_errors(PROG)
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
+    """`read`: argv as the process's entry read it (beam_embed.pipeline.job.warm_start.read_at_entry),
+    else it is read here."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in argv):
         print_help()
         return exits.OK
     if "--help-beam" in argv:
-        from beam_embed.pipeline.common.flags import beam_flags
+        from beam_embed.pipeline.common.command_line import beam_flags
 
         beam_flags()[0].print_help()
         return exits.OK
-    from beam_embed.pipeline.job.early import job_argv, start_warm_up
+    from beam_embed.pipeline.job.warm_start import start_warm_up
 
     try:
-        job = job_argv(argv)  # read once: the job's flags, and what is Beam's
+        job = read or read_job_argv(argv)  # read once: the job's settings, and what is Beam's
         spec = start_warm_up(job)  # the plain case: the model warms up while Beam imports
     except ValueError as e:
         return _bad_config(e)
     from beam_embed.models.hub_loader import is_remote
     from beam_embed.pipeline.common.manifest import JOB, make_folder
     from beam_embed.pipeline.common.staging import check_output
-    from beam_embed.pipeline.job.config import check_accelerator, configure
-    from beam_embed.pipeline.job.options import beam_options
+    from beam_embed.pipeline.job.beam_options import beam_options
+    from beam_embed.pipeline.job.resolved import check_accelerator, resolve
 
     try:
         options = beam_options(job)
-        from beam_embed.pipeline.job.dataflow.options import dry_run_requested
+        from beam_embed.pipeline.job.dataflow.dry_run_options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
             from beam_embed.pipeline.job.dry_run import dry_run
-            return dry_run(job.flags, options)
-        flags = job.flags
-        check_output(flags.output.rstrip("/"), JOB, flags.overwrite)  # before the model loads
-        cfg = configure(flags, options, spec)  # the plain checks, then the model's spec
-        check_accelerator(cfg.encoder, options)  # a local run's TPU or GPU, before the model
-        cfg.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
+            return dry_run(job.settings, options)
+        settings = job.settings
+        check_output(settings.output, JOB, settings.overwrite)  # before the model loads
+        run = resolve(settings, options, spec)  # the model's spec
+        check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
+        run.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
         from beam_embed.pipeline.job.input_fields import with_input_fields
         from beam_embed.pipeline.job.sources import expand_inputs
 
-        files = expand_inputs(list(cfg.inputs))
-        cfg = with_input_fields(cfg, files)  # checked, and decided where the flags leave them
-        created = make_folder(cfg.output)
+        run = dataclasses.replace(run, files=tuple(expand_inputs(list(run.settings.input))))
+        run = with_input_fields(run, run.files)  # checked, and decided where the flags leave them
+        created = make_folder(run.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
-    code = claimed_run(flags, options, cfg, files, argv)
-    if code == exits.BAD_CONFIG and created and not is_remote(cfg.output) \
-            and not os.listdir(cfg.output):  # a refused run leaves nothing behind
-        os.rmdir(cfg.output)
+    code = claimed_run(options, run, argv, settings)
+    if code == exits.BAD_CONFIG and created and not is_remote(run.output) \
+            and not os.listdir(run.output):  # a refused run leaves nothing behind
+        os.rmdir(run.output)
     return code
 
 
-def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
-    """The run, holding the output folder's claim from its last check to the swap."""
+def claimed_run(options, run, argv: list[str], given=None) -> int:
+    """The run, holding the output folder's claim from its last check to the swap. `given`:
+    the settings as the user gave them, before the input decided what they left unset (the
+    run's first line says which were decided)."""
     from beam_embed.pipeline.common.claim import claim_output
     from beam_embed.pipeline.common.manifest import JOB
     from beam_embed.pipeline.common.staging import (
@@ -95,56 +99,58 @@ def claimed_run(flags, options, cfg, files, argv: list[str]) -> int:
         remove_leftovers,
         staging_folder,
     )
-    from beam_embed.pipeline.job.config import check_model_limits, workers_run_here
     from beam_embed.pipeline.job.input_fields import fields_note
+    from beam_embed.pipeline.job.resolved import check_model_limits, workers_run_here
 
+    settings = run.settings
+    given = settings if given is None else given
     with unwound_on_sigterm() as stopped, \
-            claim_output(cfg.output, cfg.overwrite, [PROG, *argv], options=options) as claim:
+            claim_output(run.output, settings.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
-            previous = check_output(cfg.output, JOB, cfg.overwrite)
+            previous = check_output(run.output, JOB, settings.overwrite)
             from beam_embed.pipeline.job.build import probe_widths
 
-            widths = probe_widths(cfg, on_host=not workers_run_here(options))
-            explicit = flags.max_seq_length is not None
-            cfg = check_model_limits(cfg, cfg.encoder.max_positions(), explicit)
+            run = dataclasses.replace(run, widths=probe_widths(
+                run, on_host=not workers_run_here(options)))
+            run = check_model_limits(run, run.encoder.max_positions())
             from beam_embed.pipeline.job.calibration import vector_storage
 
-            stored = vector_storage(cfg, widths, files)  # int8: calibrated on a sample
-            if cfg.reuse:  # its shards and settings, now that the model's are final
+            run = dataclasses.replace(run, stored=vector_storage(run))  # int8: calibrated
+            if settings.reuse:  # its shards and settings, now that the model's are final
                 from beam_embed.pipeline.job.build import manifest_base
                 from beam_embed.pipeline.job.reuse import previous_run
 
-                cfg = dataclasses.replace(cfg, previous=previous_run(
-                    cfg.reuse, manifest_base(cfg, widths, files, stored)))
+                run = dataclasses.replace(run, previous=previous_run(settings.reuse,
+                                                                     manifest_base(run)))
         except ValueError as e:
             return _bad_config(e)
-        for path in remove_leftovers(cfg.output):
+        for path in remove_leftovers(run.output):
             log(f"removed {path}, left by a run that did not finish")
-        staging = staging_folder(cfg.output, claim.run_id)
-        log(f"embedding {len(files)} file(s) with {cfg.encoder.name} "
-            f"(poolings {', '.join(cfg.encoder.poolings)}) into {cfg.output}"
-            f"{fields_note(flags, cfg)}")
+        staging = staging_folder(run.output, claim.run_id)
+        log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
+            f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
+            f"{fields_note(given, run.settings)}")
         try:
-            run(options, dataclasses.replace(cfg, output=staging), files, widths, stored)
+            execute(options, run.writing_to(staging))
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)
             if stopped:  # SIGTERM inside a Beam step, which wraps the SystemExit raised there
                 raise SystemExit(128 + stopped[0]) from e
-            raise CommandError(f"the run stopped, nothing was published to {cfg.output} (its "
+            raise CommandError(f"the run stopped, nothing was published to {run.output} (its "
                                f"previous run, if any, is untouched): {one_line(e)}") from e
         except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
             discard(staging)
             raise
         try:
-            replaced = publish(staging, cfg.output, JOB, previous)
+            replaced = publish(staging, run.output, JOB, previous)
         except NothingPublished:  # refused before it changed anything: the run goes
             discard(staging)
             raise
         if replaced:
-            log(f"replaced the previous run in {cfg.output} ({len(replaced)} files)")
+            log(f"replaced the previous run in {run.output} ({len(replaced)} files)")
     from beam_embed.pipeline.job.summary import summarize
 
-    return summarize(cfg.output, cfg.allow_incomplete_input)
+    return summarize(run.output, settings.allow_incomplete_input)
 
 
 @contextlib.contextmanager
@@ -169,13 +175,13 @@ def unwound_on_sigterm():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(options, cfg, files, widths, stored=()) -> None:
+def execute(options, run) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from beam_embed.pipeline.common.lean_process import resume_collector
     from beam_embed.pipeline.common.runners import runner_for
     from beam_embed.pipeline.job.build import build_pipeline
+    from beam_embed.process.job_process import resume_collector
 
     resume_collector()
 
@@ -186,7 +192,6 @@ def run(options, cfg, files, widths, stored=()) -> None:
     from beam_embed.pipeline.job.input_size import expected_records
 
     # --reuse copies most rows' vectors without the encoder: its records are no measure there
-    expected = 0.0 if cfg.previous is not None else expected_records(cfg, files)
+    expected = 0.0 if run.previous is not None else expected_records(run.settings, run.fields(), run.files)
     with beam.Pipeline(runner=runner, options=options) as p:
-        build_pipeline(p, cfg, files, widths, workers, spread=not one_worker, stored=stored,
-                       expected=expected)
+        build_pipeline(p, run, workers, spread=not one_worker, expected=expected)

@@ -24,30 +24,30 @@ import os
 from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
 from beam_embed.pipeline.job.calibration import vector_storage
-from beam_embed.pipeline.job.config import configure
 from beam_embed.pipeline.job.dataflow import shipping
 from beam_embed.pipeline.job.dataflow.checks import launch_warnings
 from beam_embed.pipeline.job.dataflow.describe import describe
+from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions
 from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
-from beam_embed.pipeline.job.dataflow.options import DryRunOptions
-from beam_embed.pipeline.job.flags import JobFlags
 from beam_embed.pipeline.job.input_fields import with_input_fields
+from beam_embed.pipeline.job.resolved import resolve
 from beam_embed.pipeline.job.reuse import unread_previous
+from beam_embed.pipeline.job.settings import RunSettings
 from beam_embed.pipeline.job.sources import expand_inputs
+from beam_embed.process.log import log
 
 __all__ = ["dry_run"]
 
 
-def use_remote_export(opts: JobFlags) -> tuple[JobFlags, str | None]:
-    """For a remote `--model` export: the flags with --encoder/--preprocessor pointing at its
-    SavedModels (the export layout), and its name; the flags as given and None for anything
+def use_remote_export(opts: RunSettings) -> tuple[RunSettings, str | None]:
+    """For a remote `--model` export: the settings with --encoder/--preprocessor pointing at its
+    SavedModels (the export layout), and its name; the settings as given and None for anything
     else."""
     if opts.encoder or not (opts.model and is_remote(opts.model)):
         return opts, None
-    missing = [flag for flag, value in (("--pooling", opts.pooling),
+    missing = [flag for flag, value in (("--pooling", opts.pooling or None),
                                         ("--normalize or --no-normalize", opts.normalize))
                if value is None]
     if missing:
@@ -77,8 +77,8 @@ def offline_inputs(patterns) -> tuple[list[tuple[str, int]], dict]:
         "remote_patterns_not_matched": remote}
 
 
-def model_section(cfg, widths, loaded: bool) -> dict:
-    spec = cfg.encoder
+def model_section(run, widths, loaded: bool) -> dict:
+    spec = run.encoder
     section = {"name": spec.name, "kind": spec.kind, "encoder": spec.encoder,
                "preprocessor": spec.preprocessor, "loaded": loaded,
                "poolings": list(spec.poolings), "normalize": spec.normalize,
@@ -100,43 +100,44 @@ def _launcher_package_dirs() -> list[str]:
     return [os.path.dirname(os.path.abspath(m.__file__)) for m in (pipeline, models)]
 
 
-def dry_run(flags: JobFlags, options) -> int:
+def dry_run(settings: RunSettings, options) -> int:
     """Builds the job for --runner, checks it serializes and ships, writes its description to
     --job-file, or to stdout without one."""
     job_file = options.view_as(DryRunOptions).job_file
     if job_file and is_remote(job_file):
         raise ValueError(f"--job-file {job_file!r} is not a local file; expected a local path "
                          "for the job description, or no --job-file to print it")
-    flags, remote_name = use_remote_export(flags)
-    refuse_remote_recognition(flags)
-    cfg = configure(flags, options)
+    settings, remote_name = use_remote_export(settings)
+    refuse_remote_recognition(settings)
+    run = resolve(settings, options)
     if remote_name:
-        cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder,
+        run = dataclasses.replace(run, encoder=dataclasses.replace(run.encoder,
                                                                    name=remote_name))
     dataflow = is_dataflow(options)
     notes = require(options) if dataflow else []
-    spec = cfg.encoder
+    spec, settings = run.encoder, run.settings
     loaded = not any(h and is_remote(h) for h in (spec.encoder, spec.preprocessor))
     # offline: an accelerator's code path runs on this CPU, its device neither needed nor asked
-    widths = probe_widths(cfg, on_host=True) if loaded else unprobed_widths(cfg)
-    files, inputs = offline_inputs(cfg.inputs)
-    cfg = with_input_fields(cfg, [f for f in files if not is_remote(f[0])])  # local files only
-    if cfg.reuse:  # described, not read: the run checks and reads it
-        cfg = dataclasses.replace(cfg, previous=unread_previous(cfg.reuse, widths))
-        notes = [*notes, f"--reuse {cfg.reuse}: the previous run is checked (model, poolings, "
-                         "shards) and read when the job runs; the dry run reads nothing of it"]
+    widths = probe_widths(run, on_host=True) if loaded else unprobed_widths(run)
+    files, inputs = offline_inputs(settings.input)
+    run = dataclasses.replace(run, files=tuple(files), widths=widths)
+    run = with_input_fields(run, [f for f in files if not is_remote(f[0])])  # local files only
+    run = dataclasses.replace(run, stored=vector_storage(run, calibrate=False))
+    if settings.reuse:  # described, not read: the run checks and reads it
+        run = dataclasses.replace(run, previous=unread_previous(settings.reuse, widths))
+        notes = [*notes, f"--reuse {settings.reuse}: the previous run is checked (model, "
+                         "poolings, shards) and read when the job runs; the dry run reads "
+                         "nothing of it"]
     workers = options.view_as(DirectOptions).direct_num_workers or 1
-    proto, job, staged = build_job(
-        options, lambda p: build_pipeline(p, cfg, files, widths, workers,
-                                          stored=vector_storage(cfg, widths, None)))
+    proto, job, staged = build_job(options, lambda p: build_pipeline(p, run, workers))
     options = job.options if job is not None else options  # as the runner completed them
     checks = {"serialized": "every step pickled and read back (runner API round trip)"}
-    warnings = notes + (launch_warnings(options, spec.encoder, cfg.output, cfg.inputs,
+    warnings = notes + (launch_warnings(options, spec.encoder, run.output, settings.input,
                                         spec.accelerator) if dataflow else [])
     if dataflow and options.view_as(SetupOptions).setup_file:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
-    description = describe(options, proto, job, staged, model=model_section(cfg, widths, loaded),
-                           inputs=inputs, output=cfg.output, checks=checks, warnings=warnings)
+    description = describe(options, proto, job, staged, model=model_section(run, widths, loaded),
+                           inputs=inputs, output=run.output, checks=checks, warnings=warnings)
     text = json.dumps(description, indent=2, default=str)
     if job_file:
         os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)

@@ -24,11 +24,11 @@ import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from beam_embed.models.spec import EncoderSpec
-from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.common.quiet import import_tensorflow
+from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
+from beam_embed.process.log import log
 
 
 def estimated_tokens(record: Record) -> int:

@@ -14,8 +14,8 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 
+from beam_embed.pipeline.common.output_formats.tfrecord import DamagedFile, read_records
 from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
-from beam_embed.pipeline.common.shards import DamagedFile, tfrecord_records
 
 Item = Record | DeadLetter
 COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
@@ -295,7 +295,7 @@ def read_tfrecord(path: str, f, fields: Fields, raw: bool = False) -> Iterator[I
 
     n = 0
     try:
-        for record in tfrecord_records(path):
+        for record in read_records(path):
             n += 1
             try:
                 example = tf.train.Example.FromString(record)

@@ -30,34 +30,36 @@ BASE_COLUMNS = ("id", "text", "source", "num_tokens", "truncated")
 TOKEN_COLUMNS = ("tokens", "token_start", "token_end", "vectors", "vector_width")
 
 
-def own_columns(cfg) -> tuple[str, ...]:
+def own_columns(run) -> tuple[str, ...]:
     """The columns a run writes itself, whatever the input holds."""
-    spec = cfg.encoder
+    spec = run.encoder
     vectors = TOKEN_COLUMNS if spec.granularity == "token" else tuple(
         p.column for p in spec.parsed_poolings())
     return BASE_COLUMNS + vectors
 
 
-def with_input_fields(cfg, files: list[tuple[str, int]]):
-    """`cfg` (a JobConfig) with its fields checked against `files` and its id and metadata
-    fields decided where the flags left them unset (None); a ValueError for a field the input
-    lacks, or a metadata field named like one of the run's own columns."""
-    found = check_columns(files, cfg.input_format, cfg.fields())
-    own = own_columns(cfg)
-    given = cfg.metadata_fields or ()
+def with_input_fields(run, files):
+    """`run` (a ResolvedRun) with its fields checked against `files` ((path, bytes) each) and
+    its id and metadata fields decided where the settings left them unset (None); a ValueError
+    for a field the input lacks, or a metadata field named like one of the run's own columns."""
+    s = run.settings
+    found = check_columns(list(files), s.input_format, run.fields())
+    own = own_columns(run)
+    given = s.metadata_fields or ()
     clash = [m for m in given if m in own]
     if clash:
         raise ValueError(f"--metadata_fields {clash[0]!r} is a column the run writes itself "
                          f"({', '.join(own)}); expected other fields")
     _check_sampled_metadata(given, found)
-    id_field = cfg.id_field
+    id_field = s.id_field
     if id_field is None and any(DEFAULT_ID in f.scalar for f in found):
         id_field = DEFAULT_ID
-    metadata = cfg.metadata_fields
+    metadata = s.metadata_fields
     if metadata is None:
-        skip = {*own, cfg.text_field, id_field}
+        skip = {*own, s.text_field, id_field}
         metadata = tuple(dict.fromkeys(n for f in found for n in f.scalar if n not in skip))
-    return dataclasses.replace(cfg, id_field=id_field, metadata_fields=metadata)
+    return dataclasses.replace(run, settings=dataclasses.replace(
+        s, id_field=id_field, metadata_fields=metadata))
 
 
 def _check_sampled_metadata(given: tuple[str, ...], found: list[FileFields]) -> None:
@@ -80,17 +82,19 @@ def seen_in_order(found: list[FileFields]) -> list[str]:
     return list(dict.fromkeys(n for f in found for n in f.names))
 
 
-def fields_note(flags, cfg) -> str:
-    """What the run's first line says about ids and metadata (`flags`: as the user gave them)."""
-    if cfg.id_field is None and not cfg.metadata_fields and flags.metadata_fields is None:
+def fields_note(given, decided) -> str:
+    """What the run's first line says about ids and metadata: `given`, the settings as the user
+    gave them; `decided`, as with_input_fields completed them."""
+    if decided.id_field is None and not decided.metadata_fields and \
+            given.metadata_fields is None:
         return ""  # a text corpus: nothing to decide
-    ids = f"ids from field {cfg.id_field!r}" if cfg.id_field else "ids path:line"
-    if flags.id_field is None and cfg.id_field:
+    ids = f"ids from field {decided.id_field!r}" if decided.id_field else "ids path:line"
+    if given.id_field is None and decided.id_field:
         ids += " (--id_field names another)"
-    if cfg.metadata_fields:
-        meta = f"metadata columns {', '.join(cfg.metadata_fields)}"
+    if decided.metadata_fields:
+        meta = f"metadata columns {', '.join(decided.metadata_fields)}"
     else:
         meta = "no metadata columns"
-    if flags.metadata_fields is None:
+    if given.metadata_fields is None:
         meta += " (the input's fields; --metadata_fields narrows them, '' drops them)"
     return f"; {ids}, {meta}"

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_embed.pipeline.common.records import Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, CountedLines, compression_of
-from beam_embed.pipeline.job.formats import LINE_FORMATS, READERS, detect_format
+from beam_embed.pipeline.job.formats import LINE_FORMATS, READERS, Fields, detect_format
 
 SAMPLED_FILES = 8
 PREFIX_BYTES = 256 << 10
@@ -37,16 +37,17 @@ DECOMPRESSORS = {".gz": lambda: zlib.decompressobj(zlib.MAX_WBITS | 16),
                  ".lzma": lzma.LZMADecompressor}
 
 
-def expected_records(cfg, files: list[tuple[str, int]]) -> float:
-    """The records the encoder will get from `files` ((path, size) each), estimated; 0 when
+def expected_records(settings, fields: Fields, files) -> float:
+    """The records the encoder will get from `files` ((path, size) each), read with `settings`
+    (a RunSettings: the input format, cleaning and splitting) and `fields`, estimated; 0 when
     some kind of file could not be sampled (no percentage then, rather than a wrong one)."""
     kinds: dict[tuple[str, str | None], list[tuple[str, int]]] = {}
     for path, size in files:
-        fmt = cfg.input_format or detect_format(path)
+        fmt = settings.input_format or detect_format(path)
         kinds.setdefault((fmt, compression_of(path)), []).append((path, size))
     total = 0.0
     for (fmt, _), group in kinds.items():
-        sampled = [(size, _count(path, size, fmt, cfg)) for path, size in group[:SAMPLED_FILES]]
+        sampled = [(size, _count(path, size, fmt, settings, fields)) for path, size in group[:SAMPLED_FILES]]
         counted = [(size, c) for size, c in sampled if c is not None]
         covered = sum(c[1] for _, c in counted)
         if not covered:
@@ -58,7 +59,7 @@ def expected_records(cfg, files: list[tuple[str, int]]) -> float:
     return total
 
 
-def _count(path: str, size: int, fmt: str, cfg) -> tuple[float, int] | None:
+def _count(path: str, size: int, fmt: str, settings, fields: Fields) -> tuple[float, int] | None:
     """(records, bytes on disk they came from) for the start of one file, or None."""
     try:
         if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
@@ -82,10 +83,10 @@ def _count(path: str, size: int, fmt: str, cfg) -> tuple[float, int] | None:
         return None
     if not whole:  # the last line may be cut by the prefix
         data = data[:data.rfind(b"\n") + 1]
-    texts = [r.text for r in READERS[fmt](path, CountedLines(io.BytesIO(data)), cfg.fields())
+    texts = [r.text for r in READERS[fmt](path, CountedLines(io.BytesIO(data)), fields)
              if isinstance(r, Record)]
-    texts = [t for t in (clean_text(t) if cfg.clean else t for t in texts) if t.strip()]
-    return len(texts) * _sentences_per_text(texts, cfg.split), len(raw)
+    texts = [t for t in (clean_text(t) if settings.clean else t for t in texts) if t.strip()]
+    return len(texts) * _sentences_per_text(texts, settings.split), len(raw)
 
 
 def _decompressed(raw: bytes, compression: str | None) -> bytes | None:

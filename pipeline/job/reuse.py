@@ -23,12 +23,13 @@ import hashlib
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
-from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest, load_embedding_set
+from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest, ReuseEntry
 from beam_embed.pipeline.common.shards import check_shards
 
-PARQUET, TFRECORD = "parquet", "tfrecord"
-READ = (PARQUET, TFRECORD)  # the formats reuse reads, the first one a run wrote
+READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
 # What decides a stored vector besides its text, per key of the manifest's `model`; the
 # poolings (names, columns, widths, normalization) are compared whole.
 MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
@@ -43,13 +44,13 @@ def text_key(text: str) -> bytes:
 
 @dataclasses.dataclass(frozen=True)
 class PreviousRun:
-    """A finished run whose rows may be copied: its checked Parquet shards and what the new
-    manifest records about it (`reused_from`)."""
+    """A finished run whose rows may be copied: its checked shards and what the new manifest
+    records about it (`reused_from`)."""
     folder: str
     shards: tuple[str, ...]
-    format: str  # the shards' format: Parquet when the run wrote it, else TFRecord
+    format: str  # the shards' format: the first the run wrote that reuse reads (Parquet first)
     columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
-    reused_from: dict
+    reused_from: ReuseEntry
 
 
 def _refused(folder: str, why: str) -> ValueError:
@@ -58,38 +59,17 @@ def _refused(folder: str, why: str) -> ValueError:
 
 
 def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
-    diffs = [f"{what} {previous.model.get(key)!r}, this run's {base.model.get(key)!r}"
-             for key, what in MODEL_KEYS.items()
-             if previous.model.get(key) != base.model.get(key)]
+    diffs = [f"{what} {getattr(previous.model, key)!r}, this run's "
+             f"{getattr(base.model, key)!r}" for key, what in MODEL_KEYS.items()
+             if getattr(previous.model, key) != getattr(base.model, key)]
     if previous.poolings != base.poolings:
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs
 
 
 def _poolings(manifest: JobManifest) -> str:
-    return ", ".join(f"{p['name']} ({p['width']}{', normalized' if p['normalize'] else ''})"
+    return ", ".join(f"{p.name} ({p.width}{', normalized' if p.normalize else ''})"
                      for p in manifest.poolings) or "none"
-
-
-def _checked(es, fmt: str) -> tuple[str, ...]:
-    """The shards, each present and holding the rows the manifest counts (an IncompleteInput
-    naming the first that does not): Parquet by its footer, TFRecord by its records' framing,
-    so a damaged run is refused before any data is read, not halfway through the job."""
-    from beam_embed.pipeline.common.shards import expected_rows, tfrecord_rows
-
-    shards = check_shards(es, fmt)
-    if fmt == TFRECORD:
-        total = 0
-        for path in shards:
-            n, expected = tfrecord_rows(path), expected_rows(es, path)
-            if expected is not None and n != expected:
-                raise IncompleteInput(f"{path} holds {n} records, but {es.manifest_path} "
-                                      f"counts {expected}")
-            total += n
-        if total != es.counts.get("embedded", total):
-            raise IncompleteInput(f"the TFRecord shards listed in {es.manifest_path} hold "
-                                  f"{total} records, but it counts {es.counts['embedded']}")
-    return shards
 
 
 def previous_run(folder: str, base: JobManifest) -> PreviousRun:
@@ -116,69 +96,44 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
-    fmt = next((f for f in READ if previous.files.get(f)), None)
+    es = EmbeddingSet(folder, previous)
+    fmt = es.first_with(READER)
     if fmt is None:
-        raise _refused(folder, f"it has no Parquet or TFRecord shards (formats "
-                               f"{previous.formats}); reuse reads one of them")
-    es = load_embedding_set(folder)
+        read = " or ".join(f.title for f in output_formats.readers(READER))
+        raise _refused(folder, f"it has no {read} shards (formats {previous.formats}); reuse "
+                               "reads one of them")
     try:
-        shards = _checked(es, fmt)
+        # every shard present and holding the rows the manifest counts, counted now (TFRecord
+        # by its records' framing): a damaged run is refused before any data is read, not
+        # halfway through the job
+        shards = check_shards(es, fmt.name, count_all=True)
     except IncompleteInput as e:
         raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
     with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     return PreviousRun(
-        folder=folder, shards=shards, format=fmt,
+        folder=folder, shards=shards, format=fmt.name,
         columns=tuple((p.column, p.width) for p in es.poolings),
-        reused_from={"output": folder, "started_at": previous.started_at,
-                     "finished_at": previous.finished_at,
-                     "fingerprint": previous.model.get("fingerprint"),
-                     "manifest_sha256": digest,
-                     "rows": int(previous.counts.get("embedded", 0))})
+        reused_from=ReuseEntry(output=folder, started_at=previous.started_at,
+                               finished_at=previous.finished_at,
+                               fingerprint=previous.model.fingerprint, manifest_sha256=digest,
+                               rows=int(previous.counts.get("embedded", 0))))
 
 
 def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> PreviousRun:
     """The previous run as a dry run describes it, without reading it (no shards)."""
-    return PreviousRun(folder=folder, shards=(), format=PARQUET, columns=columns,
-                       reused_from={"output": folder})
+    return PreviousRun(folder=folder, shards=(), format=output_formats.readers(READER)[0].name,
+                       columns=columns, reused_from=ReuseEntry(output=folder))
 
 
 class ReadPreviousRows(beam.DoFn):
     """A previous run's shard -> (text key, (vectors per column, num_tokens, truncated)), the
-    vectors as stored (float32, bit for bit)."""
+    vectors as stored (float32, bit for bit), read by its format's reader."""
 
-    def __init__(self, columns: tuple[tuple[str, int], ...], fmt: str = PARQUET):
-        self._columns, self._format = columns, fmt
+    def __init__(self, columns: tuple[tuple[str, int], ...], fmt: str):
+        self._columns = columns
+        self._read = output_formats.output_format(fmt).read_previous  # looked up on the launcher
 
     def process(self, path: str):
-        if self._format == TFRECORD:
-            yield from self._tfrecord(path)
-            return
-        import pyarrow.parquet as pq
-
-        from beam_embed.pipeline.common.vectors import vector_matrix
-
-        names = [c for c, _ in self._columns]
-        with FileSystems.open(path) as f:
-            shard = pq.ParquetFile(f)
-            for group in range(shard.num_row_groups):
-                table = shard.read_row_group(group, ["text", *names, "num_tokens", "truncated"])
-                vectors = [vector_matrix(table.column(c), w, c) for c, w in self._columns]
-                tokens = table.column("num_tokens").to_pylist()
-                truncated = table.column("truncated").to_pylist()
-                for i, text in enumerate(table.column("text").to_pylist()):
-                    yield text_key(text), (tuple(v[i].copy() for v in vectors), tokens[i],
-                                           truncated[i])
-
-    def _tfrecord(self, path: str):
-        import numpy as np
-        import tensorflow as tf
-
-        from beam_embed.pipeline.common.shards import tfrecord_records
-
-        for record in tfrecord_records(path):  # CRC-checked
-            f = tf.train.Example.FromString(record).features.feature
-            vectors = tuple(np.array(f[c].float_list.value, np.float32) for c, _ in self._columns)
-            yield text_key(f["text"].bytes_list.value[0].decode("utf-8")), (
-                vectors, int(f["num_tokens"].int64_list.value[0]),
-                bool(f["truncated"].int64_list.value[0]))
+        for text, vectors, tokens, truncated in self._read(path, self._columns):
+            yield text_key(text), (vectors, tokens, truncated)

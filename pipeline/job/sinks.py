@@ -1,8 +1,8 @@
-"""The job's outputs: Parquet and TFRecord shards with one schema, dead letters, the manifest.
+"""The job's outputs: its shards in every format with one schema, dead letters, the manifest.
 
-The schema is defined once (`OutputSchema`); both formats are written from whole inference
-batches (Arrow arrays built column-wise, no per-row dicts for Parquet). The registry of output
-formats (beam_embed.pipeline.common.output_formats) names each format's writer here.
+The schema is defined once (`OutputSchema`): a batch as an Arrow table (Parquet) or as
+serialized Examples (TFRecord), built from whole inference batches (Arrow arrays column-wise, no
+per-row dicts). Each format's writer is its module's (beam_embed.pipeline.common.output_formats).
 """
 
 from __future__ import annotations
@@ -16,28 +16,24 @@ import pyarrow as pa
 from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.iobase import Write
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.bundle_write import WriteEachBundle, number_shards
+from beam_embed.pipeline.common.bundle_write import number_shards, write_shards
 from beam_embed.pipeline.common.manifest import (
     ERRORS_PREFIX,
-    PREFIX,
     SHARD_TEMPLATE,
     JobManifest,
     listed_files,
 )
-from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
-from beam_embed.pipeline.common.records import EmbeddedBatch
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
-from beam_embed.pipeline.job.tfrecord_sink import (
-    TFRecordBatchSink,
+from beam_embed.pipeline.common.output_formats.tfrecord import (
     bytes_feature,
     examples_of,
     float_features,
     int64_feature,
     raw_features,
 )
+from beam_embed.pipeline.common.records import EmbeddedBatch
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +113,8 @@ class OutputSchema:
 
     def serialized(self, batch: EmbeddedBatch) -> list[bytes]:
         """The batch's records as serialized `tf.train.Example`s (the features `examples`
-        builds, in key order), encoded a column at a time by beam_embed.pipeline.job.tfrecord_sink."""
+        builds, in key order), encoded a column at a time by the TFRecord format's module
+        (beam_embed.pipeline.common.output_formats.tfrecord)."""
         columns = self.feature_columns(batch, _wire_text, int64_feature)
         columns.update({col: float_features(batch.vectors[col]) if s.dtype == "float32"
                         else raw_features(s.encode(batch.vectors[col]))
@@ -168,45 +165,6 @@ def _bytes_list(values: list[str]):
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode("utf-8") for v in values]))
 
 
-def _write(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
-    """Beam's sink steps, or, for one in-process worker with the shard count left to the runner,
-    each bundle's file written where it stays (beam_embed.pipeline.common.bundle_write)."""
-    if in_bundles and sink.num_shards == 0:
-        return WriteEachBundle(sink)
-    return Write(sink)
-
-
-class WriteParquet(beam.PTransform):
-    def __init__(self, output: str, schema: OutputSchema, num_shards: int,
-                 in_bundles: bool = False):
-        super().__init__()
-        self._output, self._schema, self._shards = output, schema, num_shards
-        self._in_bundles = in_bundles
-
-    def expand(self, batches):
-        schema = self._schema
-        sink = ParquetBatchSink(FileSystems.join(self._output, PREFIX), schema.arrow(), ".parquet",
-                                self._shards, SHARD_TEMPLATE)
-        return (batches
-                | "ToArrow" >> beam.Map(schema.table)
-                | "WriteShards" >> _write(sink, self._in_bundles))
-
-
-class WriteTFRecord(beam.PTransform):
-    def __init__(self, output: str, schema: OutputSchema, num_shards: int,
-                 in_bundles: bool = False):
-        super().__init__()
-        self._output, self._schema, self._shards = output, schema, num_shards
-        self._in_bundles = in_bundles
-
-    def expand(self, batches):
-        sink = TFRecordBatchSink(FileSystems.join(self._output, PREFIX), ".tfrecord",
-                                 self._shards, SHARD_TEMPLATE)
-        return (batches
-                | "ToExamples" >> beam.Map(self._schema.serialized)
-                | "WriteShards" >> _write(sink, self._in_bundles))
-
-
 class WriteDeadLetters(beam.PTransform):
     def __init__(self, output: str, in_bundles: bool = False):
         super().__init__()
@@ -217,7 +175,7 @@ class WriteDeadLetters(beam.PTransform):
                              SHARD_TEMPLATE)
         return (dead
                 | "ToJson" >> beam.Map(lambda d: json.dumps(d.to_json(), ensure_ascii=False))
-                | "WriteShards" >> _write(sink, self._in_bundles))
+                | "WriteShards" >> write_shards(sink, self._in_bundles))
 
 
 class JsonLinesSink(FileBasedSink):

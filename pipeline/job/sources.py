@@ -26,7 +26,6 @@ import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
@@ -38,6 +37,7 @@ from beam_embed.pipeline.job.formats import (
     FileFields,
     detect_format,
 )
+from beam_embed.process.log import log
 
 NAMESPACE = "beam_embed"
 DEAD = "dead"

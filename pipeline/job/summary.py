@@ -10,9 +10,9 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common import exits
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest
+from beam_embed.process import exits
+from beam_embed.process.log import log
 
 REASONS_READ = 100_000  # dead letters read for the commonest reasons; the file has them all
 REASONS_SHOWN = 3
@@ -82,7 +82,7 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
                 f"({c['distinct_texts']} distinct texts)")
         if manifest.reused_from is not None:
             line += (f"; copied {c['reused']} rows' vectors from "
-                     f"{manifest.reused_from['output']}")
+                     f"{manifest.reused_from.output}")
         log(line)
     errors = manifest.errors_files
     if c["dead_lettered"]:

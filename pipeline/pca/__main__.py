@@ -2,9 +2,9 @@
 
 import sys
 
-from beam_embed.pipeline.common.quiet import configure, verbose_requested
+from beam_embed.process import enter
 
-configure(verbose_requested(sys.argv[1:]))  # before anything imports TensorFlow
+enter("pca", sys.argv[1:])  # before anything imports TensorFlow
 from beam_embed.pipeline.pca.command import main  # noqa: E402
 
 sys.exit(main())

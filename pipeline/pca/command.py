@@ -21,16 +21,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from beam_embed.pipeline.common import exits
+from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser, check_beam_args
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,
     DEFAULT_SAMPLE,
     MIN_SAMPLE,
     PROJECTOR_LIMIT,
 )
+from beam_embed.process import exits
+from beam_embed.process.log import log
 
 PROG = "beam-embed pca"
 
@@ -87,7 +87,7 @@ def closing_line(manifest: dict, output: str) -> str:
 
 @one_line_errors(PROG)
 def main(argv=None) -> int:
-    """Runs the job; exit codes in beam_embed.pipeline.common.exits (2: bad configuration, one line on
+    """Runs the job; exit codes in beam_embed.process.exits (2: bad configuration, one line on
     stderr before any data is read; 3: a shard of the input missing or damaged)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:

@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.log import log
 from beam_embed.pipeline.common.staging import naming_file
 from beam_embed.pipeline.pca import plots, projector
 from beam_embed.pipeline.pca.maps import axis_labels, compute_map, map_title
 from beam_embed.pipeline.pca.project import pc_names
 from beam_embed.pipeline.pca.sample import METHOD, read_sample
+from beam_embed.process.log import log
 
 PROJECTOR_DIR, HTML_FILE, PNG_FILE = "projector", "plot.html", "plot.png"
 

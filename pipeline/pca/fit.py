@@ -17,9 +17,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.blas import blas_threads
-from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.common.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.inputs import vectors_of
+from beam_embed.process.blas import blas_threads
 
 CHUNK_ROWS = 8192  # rows summed in float32 at a time: bounds its rounding and the temporaries
 MOMENT_THREADS = 1  # BLAS threads for the moments' rank-k updates (see Moments)
@@ -44,7 +44,7 @@ class Moments:
     70 vs 35 GFLOP/s on one AVX2 core) about the chunk's own mean, then moved back to the
     origin in float64: the float32 rounding is relative to the vectors' spread, not to their
     mean, so it stays at the float32 vectors' own precision. BLAS runs on one thread: the next
-    row groups are decoded on another (inputs.py, prefetched), and on 2 cores one BLAS thread
+    row groups are decoded on another (prefetched), and on 2 cores one BLAS thread
     beside that reader was faster than two (fit pass of 1M x 384: 3.3-3.8 s vs 4.3 s, two runs
     each); more threads also oversubscribe the cores when a Beam runner starts a worker per core,
     and OpenBLAS's spinning threads took the cores from the decoding (measured earlier on a busy

@@ -16,19 +16,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_embed.pipeline.common import exits
+from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.claim import claim_output
+from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
 from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
-from beam_embed.pipeline.common.manifest import (
-    MANIFEST,
-    EmbeddingSet,
-    OutputKind,
-    PcaManifest,
-    load_embedding_set,
-    make_folder,
-)
+from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, PcaManifest, make_folder
 from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.quiet import import_tensorflow
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.common.staging import (
@@ -67,6 +60,7 @@ from beam_embed.pipeline.pca.project import (
 )
 from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from beam_embed.pipeline.pca.sample import SampleRows, write_sample
+from beam_embed.process import exits
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,
@@ -110,7 +104,7 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
             k = args.components
             check_components(k, pooling.column, pooling.width, records)
         return FitSpec(pooling, k, args.center is not False, bool(args.whiten), source,
-                       es.model), None
+                       es.model.to_json()), None
     fit = load_fit(args.fit)
     saved = fit.spec
     pooling = es.pooling(args.pooling or saved.pooling.column)
@@ -171,7 +165,7 @@ def make_plan(args) -> Plan:
         raise ValueError(f"--seed {args.seed} is negative; expected 0 or more")
     if args.output.rstrip("/") == args.input.rstrip("/"):
         raise ValueError(f"--output {args.output!r} is the input folder; expected another one")
-    model = es.model.get("name") or es.model.get("handle") or "unknown model"
+    model = es.model.name or "unknown model"
     exports = ExportSpec(args.output, spec.components, model, spec.pooling.name, args.method,
                          args.dims, args.color_by, args.seed)
     columns = _columns(args, es)
@@ -219,7 +213,7 @@ def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> PcaManifest:
                     for m in FileSystems.match([pattern])[0].metadata_list)
     return PcaManifest(
         input={"folder": plan.embeddings.folder, "format": plan.fmt,
-               "model": plan.embeddings.model},
+               "model": plan.embeddings.model.to_json()},
         fit={"file": FIT_FILE, "reused": plan.saved_fit is not None, **fit.summary()},
         projections={"files": shards, "rows": exports["sample"]["of"],
                      "columns": ["id", f"pc_1..pc_{fit.spec.components}", *plan.columns[1:]]},

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.parquet_sink import write_parquet_batches
+from beam_embed.pipeline.common.output_formats.parquet import write_tables
 from beam_embed.pipeline.pca.fit import PcaFit
 from beam_embed.pipeline.pca.inputs import vectors_of
 
@@ -61,7 +61,7 @@ class WriteProjections(beam.PTransform):
         return (tables
                 | "SelectColumns" >> beam.Map(pa.Table.select, self.schema.names
                                               ).with_output_types(pa.Table)
-                | "WriteParquet" >> write_parquet_batches(
+                | "WriteParquet" >> write_tables(
                     FileSystems.join(self.folder, PROJECTIONS), self.schema,
                     compression="snappy", dictionary=[
                         f.name for f in self.schema

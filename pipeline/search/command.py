@@ -18,12 +18,9 @@ import sys
 import time
 import unicodedata
 
-from beam_embed.pipeline.common import exits
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.pipeline.common.flags import CommandParser
-from beam_embed.pipeline.common.log import log
-from beam_embed.pipeline.common.quiet import import_tensorflow
-from beam_embed.pipeline.common.terminal import json_printable, printable
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
     DEFAULT_BLOCK_ROWS,
@@ -31,6 +28,9 @@ from beam_embed.pipeline.search.limits import (
     DEFAULT_MAX_CHARS,
     QUERY_SHOWN_CHARS,
 )
+from beam_embed.process import exits
+from beam_embed.process.log import log
+from beam_embed.process.terminal import json_printable, printable
 
 PROG = "beam-embed search"
 
@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     scored, source = blocks(corpus, args.index, args.block_rows)
     best, rows = top_k(scored, queries, args.k, normalized=args.index or p.unit_length)
-    hits = resolve_hits(corpus.shards, best, corpus.has_text)
-    log(f"{printable(str(corpus.model['name']))}, pooling {printable(p.name)}: {rows} records "
+    hits = resolve_hits(corpus.format, corpus.shards, best, corpus.has_text)
+    log(f"{printable(str(corpus.model.name))}, pooling {printable(p.name)}: {rows} records "
         f"from {source} in {time.monotonic() - began:.2f}s")
     if args.json:  # exact texts, with the characters a terminal obeys as JSON escapes
         print(json_printable(json.dumps(

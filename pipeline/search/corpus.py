@@ -1,45 +1,52 @@
-"""What search needs of a finished run (its manifest, one pooling column, its Parquet shards),
-the query embedder built from the run's own model settings (checked by fingerprint), and the
-blocks of stored vectors to score: from the shards, or from the search index."""
+"""What search needs of a finished run (its manifest, one pooling column, its shards in a format
+search reads), the query embedder built from the run's own model settings (checked by
+fingerprint), and the blocks of stored vectors to score: from the shards, or from the search
+index."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from beam_embed.models.spec import fingerprint
-from beam_embed.pipeline.common.manifest import PoolingColumn, load_embedding_set
-from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
+from beam_embed.pipeline.common.manifest import ModelEntry
+from beam_embed.pipeline.common.output_formats import OutputFormat
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
-from beam_embed.pipeline.search.scan import parquet_blocks
+from beam_embed.pipeline.search.scan import vector_blocks
 
-# The one format search reads: it scans one vector column at a time straight from the shards
+# The formats' reader search scans with: one vector column at a time straight from the shards
 # (beam_embed.pipeline.search.scan), which only a columnar format allows.
-FORMAT = "parquet"
+READER = "read_column"
 
 
 @dataclasses.dataclass(frozen=True)
 class Corpus:
-    """What search needs of a finished run: one pooling column in its Parquet shards."""
+    """What search needs of a finished run: one pooling column in its shards of `format`."""
 
     folder: str
-    model: dict
+    model: ModelEntry
     pooling: PoolingColumn
     shards: list[str]
     has_text: bool
     finished_at: str
+    format: OutputFormat  # the shards' format, one search reads
 
 
 def load_corpus(folder: str, pooling: str | None) -> Corpus:
     found = load_embedding_set(folder)
     chosen = found.pooling(pooling)
-    title = output_format(FORMAT).title
-    if not found.files.get(FORMAT):
+    fmt = found.first_with(READER)
+    if fmt is None:
+        searchable = output_formats.readers(READER)
+        title = " or ".join(f.title for f in searchable)
         raise ValueError(f"{found.manifest_path} lists no {title} shards (formats "
                          f"{sorted(found.files)}); search reads {title}: rerun the job with "
-                         f"--format {FORMAT}")
-    shards = check_shards(found, FORMAT)  # each there and whole, rows adding up
-    return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at)
+                         f"--format {searchable[0].name}")
+    shards = check_shards(found, fmt.name)  # each there and whole, rows adding up
+    return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at,
+                  fmt)
 
 
 def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
@@ -47,23 +54,23 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
     fingerprint: a different model's vectors are not comparable with the stored ones."""
     from beam_embed.models.presets import resolve
 
-    recorded, m = corpus.model["fingerprint"], corpus.model
+    recorded, m = corpus.model.fingerprint, corpus.model
     if model is not None:
         spec = resolve(model)
         found = fingerprint(spec.kind, spec.encoder, spec.preprocessor)
         if found != recorded:
             raise ValueError(
                 f"--model {model!r} is {spec.name} (fingerprint {found}), but {corpus.folder} was "
-                f"embedded with {m['name']} (fingerprint {recorded}); a query must be embedded "
+                f"embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
                 "with the model of the stored vectors")
         return spec.kind, spec.encoder, spec.preprocessor
-    found = fingerprint(m["kind"], m["encoder"], m["preprocessor"])
+    found = fingerprint(m.kind, m.encoder, m.preprocessor)
     if found != recorded:
         raise ValueError(
-            f"the model {m['name']} at {m['encoder']!r} is missing or changed since "
+            f"the model {m.name} at {m.encoder!r} is missing or changed since "
             f"{corpus.folder} was embedded (fingerprint {found}, manifest {recorded}); pass "
             "--model with a copy of the original model")
-    return m["kind"], m["encoder"], m["preprocessor"]
+    return m.kind, m.encoder, m.preprocessor
 
 
 def build_embedder(corpus: Corpus, model: str | None):
@@ -73,18 +80,18 @@ def build_embedder(corpus: Corpus, model: str | None):
     kind, encoder, preprocessor = query_handles(corpus, model)
     p, m = corpus.pooling, corpus.model
     return encoder_spec(encoder=encoder, preprocessor=preprocessor, kind=kind,
-                        max_seq_length=m["max_seq_length"], poolings=(p.name,),
-                        normalize=p.normalize, long_text=m.get("long_text", "truncate"),
-                        name=m.get("name")).build()
+                        max_seq_length=m.max_seq_length, poolings=(p.name,),
+                        normalize=p.normalize, long_text=m.long_text or "truncate",
+                        name=m.name).build()
 
 
 def blocks(corpus: Corpus, use_index: bool, block_rows: int):
     """(vector blocks in scan order, where they come from, for the log line)."""
-    p = corpus.pooling
+    p, title = corpus.pooling, corpus.format.title
     if not use_index:
-        return (parquet_blocks(corpus.shards, p.column, p.width, block_rows, p.stored()),
-                f"{len(corpus.shards)} Parquet shard(s)")
+        return (vector_blocks(corpus.format, corpus.shards, p.column, p.width, block_rows,
+                              p.stored()), f"{len(corpus.shards)} {title} shard(s)")
     index = open_index(corpus)
     if index is None:
-        return building(corpus, block_rows), "Parquet, building the search index"
+        return building(corpus, block_rows), f"{title}, building the search index"
     return index_blocks(index, block_rows), "the search index"

@@ -1,6 +1,6 @@
 """The search index: one pooling column's vectors, unit length, as one contiguous float32 .npy.
 
-`beam-embed search --index` builds it during its first scan (the Parquet blocks are written out
+`beam-embed search --index` builds it during its first scan (the shards' blocks are written out
 as they are scored) at OUTPUT/search-index/COLUMN.npy, with COLUMN.json holding the manifest facts
 it was built from; later searches memory-map it while those facts still match (same run, model
 and shards), else rebuild it. It is exact, like the scan: a flat copy, no approximation.
@@ -16,11 +16,10 @@ import os
 from collections.abc import Iterator
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.models.pooling import l2_normalize
-from beam_embed.pipeline.search.scan import parquet_blocks
+from beam_embed.pipeline.search.scan import vector_blocks
 
 INDEX_DIR = "search-index"
 
@@ -39,7 +38,7 @@ def _paths(corpus) -> tuple[str, str]:
 def stamp(corpus) -> dict:
     """What the index must have been built from to be reused."""
     return {"column": corpus.pooling.column, "finished_at": corpus.finished_at,
-            "fingerprint": corpus.model["fingerprint"],
+            "fingerprint": corpus.model.fingerprint,
             "shards": [os.path.basename(s) for s in corpus.shards]}
 
 
@@ -100,15 +99,15 @@ def building(corpus, block_rows: int) -> Iterator[np.ndarray]:
     os.makedirs(os.path.dirname(vectors), exist_ok=True)
     for path in (vectors, meta):
         _remove_stale_partials(path)
-    rows = sum(pq.ParquetFile(s).metadata.num_rows for s in corpus.shards)
+    rows = sum(corpus.format.count_rows(s) for s in corpus.shards)
     partial = f"{vectors}.partial-{os.getpid()}.npy"
     partial_meta = f"{meta}.partial-{os.getpid()}.json"
     try:
         out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32,
                                         shape=(rows, corpus.pooling.width))
         start = 0
-        for block in parquet_blocks(corpus.shards, corpus.pooling.column,
-                                    corpus.pooling.width, block_rows, corpus.pooling.stored()):
+        for block in vector_blocks(corpus.format, corpus.shards, corpus.pooling.column,
+                                   corpus.pooling.width, block_rows, corpus.pooling.stored()):
             block = l2_normalize(block)
             out[start:start + len(block)] = block
             start += len(block)

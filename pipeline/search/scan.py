@@ -3,25 +3,24 @@
 Records are numbered in scan order (shard after shard, as the manifest lists them). `top_k`
 scores each block against every query at once ([rows, width] @ [width, queries]) and keeps, per
 query, the k best (score, row) pairs; ties go to the earlier row, so the result is the exact,
-deterministic brute-force top k. Blocks come from the Parquet shards (`parquet_blocks`, vectors
-only) or from a search index (index.py); `fetch` then reads the ids and texts of the few
-rows that won, one row group at a time. Memory: one row group plus k hits per query.
+deterministic brute-force top k. Blocks come from the shards (`vector_blocks`, vectors only, by
+their format's column reader: beam_embed.pipeline.common.output_formats) or from a search index
+(index.py); the format's `fetch_rows` then reads the ids and texts of the few rows that won
+(Parquet: one row group at a time). Memory: one row group plus k hits per query.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.pooling import l2_normalize
-from beam_embed.pipeline.common.blas import blas_threads
+from beam_embed.pipeline.common.output_formats import OutputFormat
 from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
 from beam_embed.pipeline.search.limits import DEFAULT_BLOCK_ROWS
+from beam_embed.process.blas import blas_threads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,22 +30,17 @@ class Hit:
     text: str | None
 
 
-def parquet_blocks(shards: list[str], column: str, width: int,
-                   block_rows: int = DEFAULT_BLOCK_ROWS,
-                   stored: StoredVectors | None = None) -> Iterator[np.ndarray]:
+def vector_blocks(fmt: OutputFormat, shards: list[str], column: str, width: int,
+                  block_rows: int = DEFAULT_BLOCK_ROWS,
+                  stored: StoredVectors | None = None) -> Iterator[np.ndarray]:
     """[rows, width] float32 blocks of the vector column, shard after shard (local or gs://),
-    read back from how it is `stored` (--vector_dtype; None: float32).
-    Read one row group at a time (the job's writer keeps them near 64 MB): pyarrow's
-    iter_batches was measured holding a whole 250,000-row shard's column instead."""
+    read back from how it is `stored` (--vector_dtype; None: float32), a part of the column at
+    a time as the format reads it (Parquet: a row group)."""
     for path in shards:
-        with FileSystems.open(path) as f:
-            parquet = pq.ParquetFile(f)
-            for group in range(parquet.num_row_groups):
-                table = parquet.read_row_group(group, columns=[column])
-                vectors = read_back(table.column(0), stored or StoredVectors("float32", width),
-                                    column)
-                for start in range(0, len(vectors), block_rows):
-                    yield vectors[start:start + block_rows]
+        for part in fmt.read_column(path, column):
+            vectors = read_back(part, stored or StoredVectors("float32", width), column)
+            for start in range(0, len(vectors), block_rows):
+                yield vectors[start:start + block_rows]
 
 
 # Candidates are picked with float32 BLAS scores, then ranked by scores recomputed in float64
@@ -95,29 +89,10 @@ def top_k(blocks: Iterable[np.ndarray], queries: np.ndarray, k: int,
     return best, start
 
 
-def fetch(shards: list[str], rows: set[int], with_text: bool) -> dict[int, tuple[str, str | None]]:
-    """row -> (id, text) for the given scan-order rows, reading only their row groups."""
-    columns = ["id"] + (["text"] if with_text else [])
-    found, first = {}, 0
-    for path in shards:
-        with FileSystems.open(path) as f:
-            parquet = pq.ParquetFile(f)
-            meta = parquet.metadata
-            wanted = sorted(r - first for r in rows if first <= r < first + meta.num_rows)
-            if wanted:
-                ends = np.cumsum([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
-                for group in sorted({bisect.bisect_right(ends, r) for r in wanted}):
-                    table = parquet.read_row_group(group, columns=columns)
-                    base = int(ends[group]) - table.num_rows
-                    for r in (r for r in wanted if base <= r < base + table.num_rows):
-                        values = [table[c][r - base].as_py() for c in columns]
-                        found[first + r] = (values[0], values[1] if with_text else None)
-            first += meta.num_rows
-    return found
-
-
-def resolve_hits(shards: list[str], best: list[list[tuple[float, int]]],
+def resolve_hits(fmt: OutputFormat, shards: list[str], best: list[list[tuple[float, int]]],
                  with_text: bool) -> list[list[Hit]]:
-    """top_k's (score, row) pairs as Hits with ids and texts."""
-    rows = fetch(shards, {row for hits in best for _, row in hits}, with_text)
-    return [[Hit(score, *rows[row]) for score, row in hits] for hits in best]
+    """top_k's (score, row) pairs as Hits with ids and texts, read by the format's fetch_rows."""
+    columns = ["id"] + (["text"] if with_text else [])
+    rows = fmt.fetch_rows(shards, {row for hits in best for _, row in hits}, columns)
+    return [[Hit(score, rows[row][0], rows[row][1] if with_text else None)
+             for score, row in hits] for hits in best]

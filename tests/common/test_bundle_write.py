@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from beam_embed.pipeline.common.bundle_write import WriteEachBundle, _WriteBundle, number_shards
-from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+from beam_embed.pipeline.common.output_formats import parquet
 from beam_embed.pipeline.job.sinks import JsonLinesSink
 from tests.common.test_parquet_sink import SCHEMA, _table
 
@@ -53,7 +53,7 @@ def test_in_bundle_files_hold_what_beams_sink_steps_write(tmp_path):
 
     def write(folder, in_bundles):
         pq_prefix, js_prefix = str(tmp_path / folder / "emb"), str(tmp_path / folder / "err")
-        pq_sink = ParquetBatchSink(pq_prefix, SCHEMA, ".parquet", 0, TEMPLATE)
+        pq_sink = parquet.sink(pq_prefix, SCHEMA, 0, ".parquet", TEMPLATE)
         js_sink = JsonLinesSink(js_prefix, ".jsonl", TEMPLATE)
         with beam.Pipeline() as p:
             if in_bundles:

@@ -12,9 +12,9 @@ import sys
 import pytest
 from google.api_core.exceptions import NotFound, PreconditionFailed
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import CLAIM, Holder, OutputBusy, claim_output
 from beam_embed.pipeline.common.claim_stores import _GcsStore
+from beam_embed.process import exits
 
 
 def _try_claim(args) -> bool:

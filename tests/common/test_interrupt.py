@@ -18,9 +18,9 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import CLAIM
 from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.process import exits
 from tests.job_helpers import run_job, write_lines
 
 ROOT = Path(__file__).resolve().parents[2]

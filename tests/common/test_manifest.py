@@ -8,13 +8,16 @@ import json
 
 import pytest
 
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.manifest import (
     JOB,
     JOB_MANIFEST_VERSION,
     PCA_MANIFEST_VERSION,
     JobManifest,
+    ModelEntry,
     PcaManifest,
-    load_embedding_set,
+    PoolingEntry,
+    ReuseEntry,
 )
 
 # A run's manifest as `beam-embed run` wrote it before the classes (a real run, paths shortened).
@@ -62,6 +65,40 @@ def test_token_runs_and_runs_without_repeated_ids_keep_their_keys():
              **{k: v for k, v in JOB_JSON.items()
                 if k not in ("granularity", "duplicate_id_example")}, "poolings": []}
     assert json.dumps(JobManifest.from_json(token).to_json()) == json.dumps(token)
+
+
+def test_nested_entries_are_typed_and_write_back_what_they_read():
+    manifest = JobManifest.from_json(JOB_JSON)
+    assert manifest.model == ModelEntry(
+        name="tiny-bert", kind="bert", encoder="m/encoder", preprocessor="m/preprocessor",
+        fingerprint="bcc5d8c74e03d486", max_seq_length=64, long_text="truncate")
+    assert manifest.model.precision is None  # an older run: written without the key again
+    assert manifest.poolings == (PoolingEntry("cls", "cls", 8, False),)
+    assert manifest.inputs.patterns == ("c.jsonl",) and manifest.inputs.split == "none"
+    # a new run's keys, a null among them, in their order; a dry run's reuse names its folder
+    model = ModelEntry("m", "text_in", "m/model", None, "f", None, "truncate", "fp32")
+    assert json.dumps(model.to_json()) == json.dumps(
+        {"name": "m", "kind": "text_in", "encoder": "m/model", "preprocessor": None,
+         "fingerprint": "f", "max_seq_length": None, "long_text": "truncate",
+         "precision": "fp32"})
+    assert ReuseEntry(output="prev").to_json() == {"output": "prev"}
+    # a key this code does not know is kept, after the known ones
+    odd = {"name": "x", "handle": "/m", "fingerprint": "abc"}
+    assert ModelEntry.from_json(odd).to_json() == {
+        "name": "x", "kind": None, "encoder": None, "preprocessor": None, "fingerprint": "abc",
+        "max_seq_length": None, "handle": "/m"}
+
+
+def test_the_readers_embedding_set_is_a_view_of_the_manifest(tmp_path):
+    JobManifest.from_json(JOB_JSON).write(str(tmp_path))
+    es = load_embedding_set(str(tmp_path))
+    assert es.manifest == JobManifest.read(str(tmp_path))
+    assert es.model is es.manifest.model and es.counts is es.manifest.counts
+    assert es.files == {fmt: (str(tmp_path / name),) for fmt, (name,) in JOB_JSON["files"].items()}
+    assert es.columns == ("id", "text", "source", "topic", "num_tokens", "truncated")
+    (cls,) = es.poolings
+    assert (cls.name, cls.column, cls.width, cls.normalize, cls.dtype) == \
+        ("cls", "cls", 8, False, "float32")
 
 
 def test_an_older_manifest_reads_with_what_it_lacks_empty(tmp_path):

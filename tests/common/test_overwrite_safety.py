@@ -14,7 +14,6 @@ import pytest
 from apache_beam.io.filesystem import BeamIOError, FileMetadata, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.errors import CommandError
 from beam_embed.pipeline.common.manifest import JOB
@@ -27,6 +26,7 @@ from beam_embed.pipeline.common.staging import (
     staging_folder,
 )
 from beam_embed.pipeline.pca.job import PCA_OUTPUT
+from beam_embed.process import exits
 from tests.mounts import read_only
 
 

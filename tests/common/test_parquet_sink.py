@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beam_embed.pipeline.common.parquet_sink import write_parquet_batches
+from beam_embed.pipeline.common.output_formats.parquet import write_tables
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("topic", pa.string()),
                     pa.field("mean", pa.list_(pa.float32(), 4)), pa.field("n", pa.int32())])
@@ -29,8 +29,7 @@ def test_tables_round_trip_and_only_strings_use_a_dictionary(tmp_path):
     tables = [_table(0, 5, rng), _table(5, 3, rng), _table(8, 7, rng)]
     with beam.Pipeline() as p:
         _ = (p | beam.Create(tables)
-             | write_parquet_batches(str(tmp_path / "emb"), SCHEMA, 2, ".parquet",
-                                     "-SSSSS-of-NNNNN"))
+             | write_tables(str(tmp_path / "emb"), SCHEMA, 2, ".parquet", "-SSSSS-of-NNNNN"))
     files = sorted(glob.glob(str(tmp_path / "emb-*-of-00002.parquet")))
     assert len(files) == 2
     back = pa.concat_tables([pq.read_table(f) for f in files]).sort_by("n")

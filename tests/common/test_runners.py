@@ -1,4 +1,5 @@
-"""A local run's runner: Beam's in-process runner, its bundles' state sampled more often."""
+"""A local run's runner: Beam's in-process runner, its bundles' state sampled more often
+(beam_embed.process.local_runs)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from apache_beam.runners.worker import statesampler
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils.counters import CounterFactory
 
-from beam_embed.pipeline.common.runners import (
-    SAMPLING_PERIOD_MS,
-    runner_for,
-    shorten_state_sampling,
-)
+from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.process.local_runs import SAMPLING_PERIOD_MS
 
 
 def test_a_local_run_gets_the_in_process_runner_and_the_shorter_sampling_period(monkeypatch):
@@ -37,10 +35,3 @@ def test_another_runner_is_left_to_beam_and_the_sampler_untouched(monkeypatch):
 
     assert runner_for(PipelineOptions(["--runner", "DataflowRunner"])) is None
     assert statesampler.StateSampler("s", CounterFactory()).sampling_period_ms == 200
-
-
-def test_a_sampler_whose_default_changed_is_left_as_beam_made_it(monkeypatch):
-    monkeypatch.setattr(statesampler.StateSampler.__init__, "__defaults__", (150,))
-
-    assert shorten_state_sampling() is False
-    assert statesampler.StateSampler("s", CounterFactory()).sampling_period_ms == 150

@@ -9,9 +9,11 @@ import shutil
 import numpy as np
 import pytest
 
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.manifest import load_embedding_set
-from beam_embed.pipeline.common.shards import check_shards, count_rows, tfrecord_records
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.output_formats.tfrecord import framed_records, read_records
+from beam_embed.pipeline.common.shards import check_shards
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
 
@@ -29,7 +31,8 @@ def _shard(output, index: int, fmt: str) -> str:
 def test_a_complete_output_passes_and_counts_agree(output):
     es = load_embedding_set(output)
     assert check_shards(es, "parquet") == es.files["parquet"]
-    assert [count_rows(p, "tfrecord") for p in es.files["tfrecord"]] == [100, 100, 100]
+    count = output_format("tfrecord").count_rows
+    assert [count(p) for p in es.files["tfrecord"]] == [100, 100, 100]
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "tfrecord"])
@@ -64,7 +67,7 @@ def test_a_swapped_parquet_shard_is_named(output, tmp_path):
 def test_tfrecord_shard_cut_anywhere_is_named(output):
     path = _shard(output, 0, "tfrecord")
     whole = open(path, "rb").read()
-    records_in = list(tfrecord_records(path, 100))
+    records_in = list(read_records(path, 100))
     assert len(records_in) == 100
     sizes = np.cumsum([len(r) + 16 for r in records_in])
     # inside a record's 12-byte header (tf.data alone reads that as a clean end), inside its
@@ -75,16 +78,14 @@ def test_tfrecord_shard_cut_anywhere_is_named(output):
         with open(path, "wb") as f:
             f.write(whole[:cut])
         with pytest.raises(IncompleteInput) as damaged:
-            list(tfrecord_records(path, 100))
+            list(read_records(path, 100))
         assert str(damaged.value).startswith(path) and expected in str(damaged.value)
 
 
 def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
-    from beam_embed.pipeline.common.shards import tfrecord_framed_records
-
     path = _shard(output, 0, "tfrecord")
-    assert tfrecord_framed_records(path, os.path.getsize(path)) == \
-        sum(1 for _ in tfrecord_records(path)) == 100
+    assert framed_records(path, os.path.getsize(path)) == \
+        sum(1 for _ in read_records(path)) == 100
     data = open(path, "rb").read()
     cases = {"cut": (data[:-1], "runs 1 bytes past the end: cut short) after record 99"),
              "inside a header": (data + data[:5], "ends inside a record's header"),
@@ -94,4 +95,4 @@ def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
         with open(path, "wb") as f:
             f.write(damaged)
         with pytest.raises(IncompleteInput, match=message.replace("(", r"\(").replace(")", r"\)")):
-            tfrecord_framed_records(path, len(damaged))
+            framed_records(path, len(damaged))

@@ -15,8 +15,9 @@ import time
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common import exits, staging
+from beam_embed.pipeline.common import staging
 from beam_embed.pipeline.common.claim_stores import CLAIM
+from beam_embed.process import exits
 
 pytestmark = pytest.mark.pipeline  # whole commands, end to end
 

@@ -6,6 +6,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_embed.pipeline.job.batching import SortAndBatchWindows, _WindowedSortAndBatchDoFn
+from beam_embed.process.private_apis import batch_buffer
 
 
 def _sizes(n, seed=0):
@@ -22,7 +23,7 @@ def _run_dofn(elements, window, max_size=16, max_weight=400, first_window=None, 
         if out and cuts is not None:
             cuts.append(i + 1)
         batches += out
-        largest_buffer = max(largest_buffer, len(fn._buffer))
+        largest_buffer = max(largest_buffer, len(batch_buffer(fn)))
     batches += [list(wv.value) for wv in fn.finish_bundle()]
     return batches, largest_buffer
 
@@ -53,11 +54,11 @@ def test_every_element_once_within_budgets_and_a_bounded_buffer():
 
 def test_batches_of_a_window_are_length_sorted_like_beams():
     """With the window as big as the bundle, the batches are exactly Beam's."""
-    from apache_beam.transforms.util import _SortAndBatchElementsDoFn
+    from beam_embed.process.private_apis import sort_and_batch_dofn
 
     elements = list(enumerate(_sizes(700, seed=1)))
     ours, _ = _run_dofn(elements, window=10_000)
-    beams = _SortAndBatchElementsDoFn(1, 16, 400, lambda e: e[1])
+    beams = sort_and_batch_dofn()(1, 16, 400, lambda e: e[1])
     beams.start_bundle()
     for e in elements:
         beams.process(e)

@@ -21,11 +21,11 @@ def corpus(tmp_path):
     (["--pooling", "mean,avg"], "unknown pooling 'avg'; expected one of ['cls', 'max', 'mean', 'pooled_output']"),
     (["--pooling", "mean@-9"], "asks for layer -9, but the model has 2 layers"),
     (["--pooling", "pooled_output@1"], "takes no layer"),
-    (["--format", "parquet,csv"], "unknown format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
-    (["--long-text", "split"], "unknown --long-text 'split'; expected one of ['truncate', 'chunk']"),
+    (["--format", "parquet,csv"], "unknown --format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
+    (["--long-text", "split"], "unknown --long_text 'split'; expected one of ['truncate', 'chunk']"),
     (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences']"),
     (["--poolng", "mean"], "unknown flag '--poolng'; did you mean --pooling?"),
-    (["--max-seq-length", "0"], "--max-seq-length must be a positive integer, got 0"),
+    (["--max-seq-length", "0"], "--max_seq_length must be a positive integer, got 0"),
 ])
 def test_bad_flags_fail_before_reading(tiny_export, corpus, tmp_path, capsys, args, message):
     out = tmp_path / "out"

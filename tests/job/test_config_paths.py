@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from beam_embed.pipeline.job.flags import config_argv
-from beam_embed.pipeline.job.options import beam_flags
+from beam_embed.pipeline.job.argv import config_argv
+from beam_embed.pipeline.job.beam_options import beam_flags
 
 KNOWN = beam_flags()[1]
 

@@ -1,5 +1,5 @@
-"""An output format is one registry entry and its writer: a toy format (JSON lines of vectors),
-registered by this test alone, is accepted by --format, written beside Parquet, listed in the
+"""An output format is one module and one registry entry: a toy format (JSON lines of vectors),
+its writer and row counter defined and registered by this test alone, is accepted by --format, written beside Parquet, listed in the
 manifest with each shard's rows, and checked like any other shard, with no other module
 changed."""
 
@@ -14,8 +14,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
 from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE, load_embedding_set
+from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
 from beam_embed.pipeline.common.output_formats import OutputFormat
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.job.sinks import JsonLinesSink
@@ -49,8 +50,8 @@ def json_lines(path: str) -> int:
         return sum(1 for line in f if line.strip())
 
 
-JSONL = OutputFormat("jsonl", ".jsonl", "JSON lines", f"{__name__}:WriteJsonVectors",
-                     f"{__name__}:json_lines", rows_up_front=True)
+JSONL = OutputFormat("jsonl", ".jsonl", "JSON lines", WriteJsonVectors, json_lines,
+                     rows_up_front=True)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""`python -m beam_embed.pipeline.run` ends with os._exit after flushing (beam_embed.pipeline.common.exits.exit_now):
+"""`python -m beam_embed.pipeline.run` ends with os._exit after flushing (beam_embed.process.exits.exit_now):
 no line is lost, the exit code is the command's, and a run unwound by SIGTERM ends too."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
+from beam_embed.process import exits
 from tests.job_helpers import write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,14 +25,14 @@ def test_exit_now_flushes_buffered_output_and_logging_and_keeps_the_code(tmp_pat
               "logging.info('logged line')\n"
               "print('first line'); sys.stdout.write('no newline')\n"
               "sys.stderr.write('to stderr')\n"
-              "from beam_embed.pipeline.common.exits import exit_now\n"
+              "from beam_embed.process.exits import exit_now\n"
               "exit_now(3)\n"
               "print('never printed')\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV, capture_output=True,
                           text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (3, "first line\nno newline", "to stderr")
     assert "logged line" in log_file.read_text()
-    done = subprocess.run([sys.executable, "-c", "from beam_embed.pipeline.common.exits import exit_now\n"
+    done = subprocess.run([sys.executable, "-c", "from beam_embed.process.exits import exit_now\n"
                            "exit_now(None)"], cwd=ROOT, env=ENV, timeout=120)
     assert done.returncode == exits.OK
 
@@ -43,7 +43,7 @@ def test_exit_now_runs_the_atexit_handlers_libraries_clean_up_in(tmp_path):
               f"open({str(made)!r}, 'w').close()\n"
               f"atexit.register(os.remove, {str(made)!r})\n"
               "atexit.register(print, 'handler ran')\n"
-              "from beam_embed.pipeline.common.exits import exit_now\n"
+              "from beam_embed.process.exits import exit_now\n"
               "exit_now(4)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV, capture_output=True,
                           text=True, timeout=120)
@@ -56,7 +56,7 @@ def test_exit_now_runs_the_atexit_handlers_libraries_clean_up_in(tmp_path):
 def test_exit_after_ends_on_a_system_exit_without_waiting_for_threads(raised, code, err):
     script = ("import threading, time\n"
               "threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon\n"
-              "from beam_embed.pipeline.common.exits import exit_after\n"
+              "from beam_embed.process.exits import exit_after\n"
               "def command():\n"
               f"    raise SystemExit({raised})\n"
               "exit_after(command)\n")
@@ -82,7 +82,7 @@ def test_a_finished_run_keeps_its_exit_code_summary_and_outputs(tiny_export, tmp
 
 # the `beam-embed` console script's entry, with exit_now reporting what the process imported
 ENTRY = ("import sys\n"
-         "from beam_embed.pipeline.common import exits\n"
+         "from beam_embed.process import exits\n"
          "real = exits.exit_now\n"
          "def exit_now(code):\n"
          "    print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr)\n"
@@ -131,7 +131,7 @@ def test_other_commands_keep_pandas(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == exits.OK and "refusing: False" in done.stderr, done.stderr
     script = ("import pandas\n"
-              "from beam_embed.pipeline.common.lean_process import refuse_unused_imports\n"
+              "from beam_embed.process.job_process import refuse_unused_imports\n"
               "refuse_unused_imports()\n"
               "import pandas.api.types\n"
               "print(pandas.api.types.is_integer(1))\n")
@@ -145,7 +145,7 @@ def test_only_a_local_run_refuses_the_clients_of_other_runners(tmp_path):
     of a run with Beam's own flags); a local run's process goes on without them, gs:// paths
     still readable."""
     script = ("import sys\n"
-              "from beam_embed.pipeline.common.lean_process import refuse_unused_imports\n"
+              "from beam_embed.process.job_process import refuse_unused_imports\n"
               "refuse_unused_imports(local=sys.argv[1] == 'local')\n"
               "import apache_beam\n"
               "from apache_beam.io.filesystems import FileSystems\n"

@@ -11,9 +11,9 @@ import zlib
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.summary import exit_code
+from beam_embed.process import exits
 from tests.job_helpers import dead_letters, parquet_rows, write_lines
 
 LINES = [f"line {i}: the cat sat on the mat {i * 7919 % 1000}" for i in range(2000)]

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter
 from beam_embed.pipeline.job import sources
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.formats import Fields
@@ -20,6 +21,7 @@ from beam_embed.pipeline.job.sources import (
     ReadCorpus,
     check_columns,
     expand_inputs,
+    read_file,
 )
 from tests.job_helpers import parquet_rows, run_job, write_lines
 
@@ -178,11 +180,21 @@ def test_a_csv_or_tsv_header_without_the_text_column_is_refused(tmp_path):
 
 
 def test_an_unreadable_schema_is_left_to_the_run(tmp_path):
-    """A corrupt Parquet file becomes a dead letter of kind 'incomplete' when it is read (exit 3
-    unless accepted), as before: the schema check does not make it a configuration error."""
+    """A corrupt Parquet file is no configuration error: the schema check passes it by (and
+    goes on to the files after it), and the run's reading of it gives one dead letter of kind
+    'incomplete' saying why (exit 3 unless accepted)."""
+    broken = str(tmp_path / "broken.parquet")
     (tmp_path / "broken.parquet").write_bytes(b"not parquet at all")
+    lacking = _parquet(tmp_path / "lacking.parquet", body=["a dog"])
     fields = Fields("text", None, (), 1 << 20)
-    check_columns([(str(tmp_path / "broken.parquet"), 18)], None, fields)
+    check_columns([(broken, 18)], None, fields)  # no error
+    with pytest.raises(ValueError) as e:
+        check_columns([(broken, 18), (lacking, 0)], None, fields)
+    assert str(e.value) == f"--text_field 'text' is not a column of {lacking}; its columns: body"
+    [dead] = read_file(broken, "parquet", fields)
+    assert isinstance(dead, DeadLetter) and (dead.kind, dead.source) == (INCOMPLETE, broken)
+    assert dead.reason.startswith("the file cannot be read (ArrowInvalid: ") and \
+        dead.reason.endswith("; the rest of the file was lost")
 
 
 def test_the_wide_table_lists_its_first_columns(tmp_path):

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.common.claim import CLAIM, Holder
-from beam_embed.pipeline.common.manifest import load_embedding_set
+from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.job.command import main
+from beam_embed.process import exits
 from tests.job_helpers import dead_letters, parquet_rows, run_job, write_lines
 from tests.mounts import read_only, small_disk
 
@@ -205,12 +205,12 @@ def test_a_killed_first_run_leaves_a_claim_that_names_it(tiny_export, tmp_path, 
 def _full_disk_fallback(monkeypatch) -> None:
     """Where no tmpfs can be mounted: every shard write fails with ENOSPC, no file named, the
     way a full disk fails it."""
-    from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+    from beam_embed.pipeline.common.output_formats.sink import FormatSink
 
     def full(self, handle, table):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(ParquetBatchSink, "write_record", full)
+    monkeypatch.setattr(FormatSink, "write_record", full)
 
 
 def _one_error(err: str) -> str:
@@ -304,12 +304,12 @@ def test_a_read_only_output_is_refused_in_one_line_naming_it(tiny_export, tmp_pa
     corpus = write_lines(str(tmp_path / "c.txt"), ["the cat sat"])
     run_job(str(out), "--input", corpus, "--model", tiny_export)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    import beam_embed.pipeline.job.config
+    import beam_embed.pipeline.job.resolved
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was set up before the output was checked")
 
-    monkeypatch.setattr(beam_embed.pipeline.job.config, "configure", no_model)
+    monkeypatch.setattr(beam_embed.pipeline.job.resolved, "resolve", no_model)
     with read_only(out) as mounted:
         if not mounted:  # no mount(2) here: every create in the folder fails as it would
             def refuse(*args, **kwargs):

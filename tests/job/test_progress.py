@@ -10,12 +10,12 @@ import json
 import os
 import random
 import re
-import types
 
 import pytest
 
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.input_size import PREFIX_BYTES, expected_records
+from beam_embed.pipeline.job.settings import RunSettings
 from tests.job_helpers import run_job
 
 pytestmark = pytest.mark.pipeline  # whole jobs, end to end
@@ -57,11 +57,12 @@ def test_the_estimate_of_records(tiny_export, tmp_path):
     small = _corpus(tmp_path / "small.jsonl", 200, False)
     large = _corpus(tmp_path / "large.jsonl.gz", 20_000, True)
     fields = Fields("text", "id", ("lang",), 1 << 20)  # what a run reads, as the job reads it
-    cfg = types.SimpleNamespace(input_format=None, clean=True, split="none", fields=lambda: fields)
-    assert expected_records(cfg, [(small, _size(small))]) == 200
+    settings = RunSettings(input_format=None, clean=True, split="none")
+    assert expected_records(settings, fields, [(small, _size(small))]) == 200
     assert _size(large) > PREFIX_BYTES  # only its start is read
-    assert abs(expected_records(cfg, [(large, _size(large))]) - 20_000) < 20_000 * 0.05
-    both = expected_records(cfg, [(small, _size(small)), (large, _size(large))])
+    assert abs(expected_records(settings, fields, [(large, _size(large))]) - 20_000) \
+        < 20_000 * 0.05
+    both = expected_records(settings, fields, [(small, _size(small)), (large, _size(large))])
     assert abs(both - 20_200) < 20_000 * 0.05
 
 

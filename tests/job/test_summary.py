@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.summary import next_commands, reason_group
+from beam_embed.process import exits
 from tests.job_helpers import dead_letters, write_lines
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from beam_embed.pipeline.common.output_formats.tfrecord import framed, int64_feature, sink
 from beam_embed.pipeline.common.records import EmbeddedBatch, Record
 from beam_embed.pipeline.job.sinks import OutputSchema
-from beam_embed.pipeline.job.tfrecord_sink import TFRecordBatchSink, framed, int64_feature
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:
@@ -73,8 +73,8 @@ def test_the_sink_writes_every_batch_in_order(tmp_path):
     batches = [_batch(5), _batch(3)]
     with beam.Pipeline() as p:
         _ = (p | beam.Create(batches, reshuffle=False) | beam.Map(schema.serialized)
-             | beam.io.iobase.Write(TFRecordBatchSink(str(tmp_path / "out"), ".tfrecord", 1,
-                                                      "-SSSSS-of-NNNNN")))
+             | beam.io.iobase.Write(sink(str(tmp_path / "out"), ".tfrecord", 1,
+                                         "-SSSSS-of-NNNNN")))
     [shard] = glob.glob(str(tmp_path / "out-*.tfrecord"))
     read = list(tf.data.TFRecordDataset(shard).as_numpy_iterator())
     assert read == [raw for b in batches for raw in schema.serialized(b)]

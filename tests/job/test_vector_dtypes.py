@@ -125,8 +125,9 @@ def test_stored_values_are_numpys_quantisation_of_the_float32_run(runs, column):
 
 
 def test_read_back_vectors_are_within_each_dtypes_tolerance(runs):
-    from beam_embed.pipeline.common.manifest import load_embedding_set
-    from beam_embed.pipeline.search.scan import parquet_blocks
+    from beam_embed.pipeline.common.embedding_set import load_embedding_set
+    from beam_embed.pipeline.common.output_formats import output_format
+    from beam_embed.pipeline.search.scan import vector_blocks
 
     ids, exact = _decoded(runs["float32"], "mean")
     order = np.argsort(ids)
@@ -136,8 +137,9 @@ def test_read_back_vectors_are_within_each_dtypes_tolerance(runs):
         rows = _parquet(runs[dtype])
         scan_ids = [i for name in es.files["parquet"]
                     for i in pq.read_table(name, columns=["id"]).column(0).to_pylist()]
-        back = np.concatenate(list(parquet_blocks(list(es.files["parquet"]), "mean", p.width,
-                                                  7, p.stored())))
+        back = np.concatenate(list(vector_blocks(output_format("parquet"),
+                                                 list(es.files["parquet"]), "mean", p.width, 7,
+                                                 p.stored())))
         back = back[np.argsort(scan_ids)][np.argsort(order)]
         assert len(rows) == len(back)
         if dtype == "binary":

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from beam_embed.models.encoders.bert import SEQ_BUCKETS
-from beam_embed.models.fixed_shapes import ROW_MULTIPLE, FixedShapes
+from beam_embed.models.fixed_shapes import ROW_MULTIPLE, SEQ_BUCKETS, FixedShapes
 
 
 def test_each_bucket_has_one_batch_size_under_the_token_budget():

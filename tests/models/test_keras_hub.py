@@ -76,5 +76,36 @@ def test_run_with_a_lone_hugging_face_folder(minilm_checkpoint, tmp_path):
     assert [p["width"] for p in manifest["poolings"]] == [384, 384]
     rows = parquet_rows(out)
     assert len(rows) == len(TEXTS)
-    vectors = np.stack([rows[k][manifest["poolings"][1]["column"]] for k in sorted(rows)])
-    assert vectors.shape == (4, 384) and np.isfinite(vectors).all()
+    # against keras-hub's backbone called directly: each text alone (no padding, no buckets),
+    # tokenized by the folder's own tokenizer.json, pooled here
+    direct = _keras_hub_directly(minilm_checkpoint, TEXTS)
+    for pooling, layer in zip(manifest["poolings"], (-1, -2)):
+        got = np.stack([rows[f"{corpus}:{i + 1}"][pooling["column"]] for i in range(len(TEXTS))])
+        want = np.stack([tokens[layer].mean(axis=0) for tokens in direct])
+        if pooling["normalize"]:
+            want /= np.linalg.norm(want, axis=1, keepdims=True)
+        assert got.shape == (4, 384)
+        assert _cosines(got, want).min() >= 0.99999, pooling["column"]
+        np.testing.assert_allclose(got, want, atol=5e-6)  # measured: 9.2e-7
+
+
+def _keras_hub_directly(folder: str, texts: list[str]) -> list[dict[int, np.ndarray]]:
+    """Per text, {-1: last layer's, -2: the one before's} token vectors [tokens, width], from
+    keras-hub's BertBackbone run on the ids of the Hugging Face tokenizer (tokenizer.json)."""
+    import keras
+    import keras_hub
+    import tokenizers
+
+    ref = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    ref.no_padding()
+    backbone = keras_hub.models.BertBackbone.from_preset(folder, dtype="float32")
+    layers = keras.Model(backbone.input, [backbone.transformer_layers[-1].output,
+                                          backbone.transformer_layers[-2].output])
+    out = []
+    for text in texts:
+        ids = np.array([ref.encode(text).ids], np.int32)
+        last, before = layers({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                               "padding_mask": np.ones_like(ids)})
+        out.append({-1: np.asarray(last)[0].astype(np.float64),
+                    -2: np.asarray(before)[0].astype(np.float64)})
+    return out

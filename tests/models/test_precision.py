@@ -317,8 +317,8 @@ def test_thread_settings_apply_before_tensorflow_starts():
 
 
 def test_worker_threads_split_the_cores_between_direct_runner_processes():
-    from beam_embed.pipeline.job.config import worker_threads
-    from beam_embed.pipeline.job.options import parse
+    from beam_embed.pipeline.job.beam_options import parse
+    from beam_embed.pipeline.job.resolved import worker_threads
 
     cores = os.cpu_count() or 1
     multi = parse(["--direct_num_workers=2", "--direct_running_mode=multi_processing"])

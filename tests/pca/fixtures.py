@@ -110,9 +110,13 @@ def pcs_of(table: pa.Table) -> np.ndarray:
 
 
 # Fits sum outer products in float32 about each chunk's mean (fit.py) and project in float32:
-# components and coordinates are within this of a float64 fit (measured <= 9e-6 of the largest
-# entry), where scikit-learn's own fit of the same float32 matrix is 5-200x further off.
-FLOAT32_RTOL = 3e-5
+# components and coordinates against a float64 reference (scikit-learn's PCA, numpy's SVD) need
+# at most rtol 6.1e-6 here (measured on these tests' data; projections 3.8e-6), where
+# scikit-learn's own fit of the same float32 matrix is 5-200x further off. 1e-5 leaves 1.6x.
+FLOAT32_RTOL = 1e-5
+# Two of our fits of the same vectors summed in other chunks: each carries its own float32
+# rounding (measured: rtol 1.02e-5 needed).
+TWO_FITS_RTOL = 2 * FLOAT32_RTOL
 
 
 def assert_close(actual, expected, rtol=1e-6):

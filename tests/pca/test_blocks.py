@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.common.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.blocks import TableCoder
 from beam_embed.pipeline.pca.inputs import ReadEmbeddings
 from tests.pca.fixtures import WIDTH, clustered_matrix, records
@@ -34,14 +34,14 @@ def test_read_blocks_are_typed_tables_and_get_the_coder():
 def test_row_groups_are_read_once_each_in_splits(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    from beam_embed.pipeline.pca import inputs
+    from beam_embed.pipeline.common.output_formats import parquet
 
-    monkeypatch.setattr(inputs, "GROUPS_PER_SPLIT", 4)
+    monkeypatch.setattr(parquet, "GROUPS_PER_SPLIT", 4)
     x, _ = clustered_matrix(230)
     table = records({"mean": x}, texts=[f"text {i}" for i in range(230)])
     path = str(tmp_path / "embeddings-00000-of-00001.parquet")
     pq.write_table(table, path, row_group_size=23)  # 10 row groups -> splits of 4, 4, 2
-    assert list(inputs.row_group_splits(path)) == [(path, 0, 4), (path, 4, 8), (path, 8, 10)]
+    assert list(parquet.row_group_splits(path)) == [(path, 0, 4), (path, 4, 8), (path, 8, 10)]
 
     pooling = PoolingColumn("mean", "mean", WIDTH, False)
     with beam.Pipeline() as p:

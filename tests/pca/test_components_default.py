@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from beam_embed.pipeline.common.manifest import PoolingColumn
+from beam_embed.pipeline.common.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.command import main
 from beam_embed.pipeline.pca.fit import FitSpec, Moments, fit_pca, save_fit
 from tests.pca.fixtures import (
+    FLOAT32_RTOL,
     MODEL,
     WIDTH,
     assert_close,
@@ -64,10 +65,11 @@ def test_default_components_fit_a_run_of_fewer_records_than_50(tmp_path):
     assert manifest["fit"]["components"] == 20 and manifest["projections"]["rows"] == 20
     ref = PCA(20, svd_solver="full").fit(x.astype(np.float64))
     # the 20th axis has no variance (20 centred points span 19): its direction is arbitrary
+    # the ratios' total variance is the float32-summed scatter's trace (measured: rtol 1.07e-6)
     assert_close(manifest["fit"]["explained_variance_ratio"][:19],
-                 ref.explained_variance_ratio_[:19], rtol=1e-5)
+                 ref.explained_variance_ratio_[:19], rtol=2e-6)
     assert_close(pcs_of(read_projections(str(tmp_path / "viz")))[:, :19],
-                 ref.transform(x.astype(np.float64))[:, :19], rtol=3e-5)
+                 ref.transform(x.astype(np.float64))[:, :19], rtol=FLOAT32_RTOL)
 
 
 @pytest.mark.parametrize("flags, message", [

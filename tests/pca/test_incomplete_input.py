@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common import exits
+from beam_embed.process import exits
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common import exits
 from beam_embed.pipeline.pca import plots
 from beam_embed.pipeline.pca.command import main
+from beam_embed.process import exits
 from tests.mounts import read_only, small_disk
 from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
@@ -103,13 +103,13 @@ def test_a_full_disk_names_the_file_and_leaves_the_previous_viz(tmp_path, capsys
         assert main(["--input", small, "--output", str(viz), "--components", "4"]) == exits.OK
         before = _snapshot(viz)
         if not mounted:  # no tmpfs here: the projections' writes fail as a full disk fails them
-            from beam_embed.pipeline.common.parquet_sink import ParquetBatchSink
+            from beam_embed.pipeline.common.output_formats.sink import FormatSink
 
             def full(self, handle, table):
                 handle[0].write(b"partial")
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-            monkeypatch.setattr(ParquetBatchSink, "write_record", full)
+            monkeypatch.setattr(FormatSink, "write_record", full)
         code = main(["--input", big, "--output", str(viz), "--components", "4", "--overwrite"])
         line = _one_error(capsys)
         assert code == exits.FAILED

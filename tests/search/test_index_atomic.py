@@ -3,25 +3,23 @@ stopped at any point leaves no partial file, and never an index that a later sea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
 import numpy as np
 import pytest
 
-from beam_embed.pipeline.common.manifest import PoolingColumn
 from beam_embed.pipeline.search import index as index_module
-from beam_embed.pipeline.search.corpus import Corpus
+from beam_embed.pipeline.search.corpus import Corpus, load_corpus
 from beam_embed.pipeline.search.index import building, open_index
-from tests.pca.fixtures import MODEL, WIDTH, clustered_matrix, records, write_embeddings
+from tests.pca.fixtures import clustered_matrix, records, write_embeddings
 
 
 def _corpus(folder, finished_at: str = "first run") -> Corpus:
     x, _ = clustered_matrix(50)
     write_embeddings(str(folder), records({"mean": x}), shards=2)
-    shards = [str(folder / f"embeddings-{i:05d}-of-00002.parquet") for i in range(2)]
-    return Corpus(str(folder), MODEL, PoolingColumn("mean", "mean", WIDTH, False), shards,
-                  False, finished_at)
+    return dataclasses.replace(load_corpus(str(folder), "mean"), finished_at=finished_at)
 
 
 def _index_files(corpus: Corpus) -> list[str]:

@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.search.highlight import highlight, query_words
-from beam_embed.pipeline.search.scan import parquet_blocks, resolve_hits, top_k
+from beam_embed.pipeline.search.scan import resolve_hits, top_k, vector_blocks
 
 
 def _brute(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[list[tuple[float, int]]]:
@@ -39,6 +40,7 @@ def test_top_k_equals_brute_force_with_ties(block_rows, k):
 
 
 def test_parquet_blocks_and_fetch_across_shards_and_row_groups(tmp_path):
+    parquet = output_format("parquet")
     rng = np.random.default_rng(0)
     paths, vectors, ids = [], [], []
     for s, sizes in enumerate([[5, 3], [0], [4, 4, 1]]):  # row groups per shard, one empty shard
@@ -56,16 +58,16 @@ def test_parquet_blocks_and_fetch_across_shards_and_row_groups(tmp_path):
                 ids += names
         paths.append(path)
     vectors = np.concatenate(vectors)
-    blocks = list(parquet_blocks(paths, "v", 3, block_rows=2))
+    blocks = list(vector_blocks(parquet, paths, "v", 3, block_rows=2))
     np.testing.assert_array_equal(np.concatenate(blocks), vectors)
     assert max(len(b) for b in blocks) == 2
     queries = rng.standard_normal((2, 3)).astype(np.float32)
     best, _ = top_k(iter(blocks), queries, 17, normalized=False)
-    hits = resolve_hits(paths, best, with_text=True)
+    hits = resolve_hits(parquet, paths, best, with_text=True)
     assert [[h.id for h in q] for q in hits] == [[ids[r] for _, r in b] for b in
                                                   _brute(vectors, queries, 17)]
     assert all(h.text == f"text of {h.id}" for h in hits[0])
-    assert resolve_hits(paths, best, with_text=False)[1][0].text is None
+    assert resolve_hits(parquet, paths, best, with_text=False)[1][0].text is None
 
 
 def test_highlight_marks_shared_words_only():

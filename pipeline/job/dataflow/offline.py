@@ -9,9 +9,10 @@ launcher. Each of those calls is kept out here, and how:
 - soft-delete checks on the buckets (same validation): skipped by Beam when
   `TestOptions.dry_run` is set, which `build_job` sets;
 - pip downloads for `--requirements_file` (the stager): `--requirements_cache=skip`;
-- credentials, the Dataflow API client and GCS uploads (`DataflowApplicationClient`):
-  `OfflineClient` is that class without its constructor's clients and with uploads recorded
-  instead of made, so its own `create_job_description` builds the environment proto.
+- credentials, the Dataflow API client and GCS uploads (`DataflowApplicationClient`): Beam's
+  client without its constructor's clients (beam_embed.process.private_apis's
+  offline_dataflow_client), uploads recorded instead of made, so its own
+  `create_job_description` builds the environment proto.
 
 What is not skipped: `DataflowRunner.run_pipeline` (overrides, the runner API round trip that
 pickles and unpickles every step, environments, the setup-file sdist, the Job proto).
@@ -32,49 +33,30 @@ from apache_beam.options.pipeline_options import (
     TestOptions,
 )
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
-from apache_beam.runners.dataflow.internal import apiclient
 from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 
-from beam_embed.pipeline.common.log import is_verbose
-from beam_embed.pipeline.common.private_apis import (
-    dataflow_environment_major_version,
-    is_remote_path,
-)
-from beam_embed.pipeline.common.quiet import stderr_held
 from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.process.library_noise import stderr_held
+from beam_embed.process.log import is_verbose
+from beam_embed.process.private_apis import (
+    is_remote_path,
+    offline_dataflow_client,
+    unpickle,
+)
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
 
-class OfflineClient(apiclient.DataflowApplicationClient):
-    """Beam's Dataflow client minus the network: no credentials, no API or storage clients;
-    `stage_file_with_retry` records what would be uploaded (name, size, sha256, local path)."""
-
-    def __init__(self, options: PipelineOptions, root_staging_location: str):
-        # Deliberately not calling super().__init__: it fetches credentials and builds clients.
-        self.standard_options = options.view_as(StandardOptions)
-        self.google_cloud_options = options.view_as(GoogleCloudOptions)
-        self._enable_caching = False  # the cache lookup is a GCS exists() call
-        self._root_staging_location = root_staging_location
-        self.environment_version = dataflow_environment_major_version()
-        self._sdk_image_overrides = self._get_sdk_image_overrides(options)
-        self.staged: list[dict] = []
-
-    def stage_file_with_retry(self, gcs_or_local_path, file_name, stream_or_path,
-                              mime_type="application/octet-stream", total_size=None):
-        if isinstance(stream_or_path, str):
-            local = stream_or_path
-            with open(local, "rb") as f:
-                data = f.read()
-        else:
-            local, data = None, stream_or_path.read()
-        self.staged.append({"name": file_name,
-                            "location": f"{gcs_or_local_path.rstrip('/')}/{file_name}",
-                            "local_path": local, "bytes": len(data),
-                            "sha256": hashlib.sha256(data).hexdigest()})
-
-    def stage_file(self, *args, **kwargs):
-        raise AssertionError("OfflineClient never uploads")  # every path goes through the above
+def _recorded(folder: str, file_name: str, stream_or_path) -> dict:
+    """What would be uploaded: name, location, local path (None for a stream), size, sha256."""
+    if isinstance(stream_or_path, str):
+        local = stream_or_path
+        with open(local, "rb") as f:
+            data = f.read()
+    else:
+        local, data = None, stream_or_path.read()
+    return {"name": file_name, "location": f"{folder.rstrip('/')}/{file_name}",
+            "local_path": local, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def is_dataflow(options: PipelineOptions) -> bool:
@@ -139,10 +121,12 @@ def build_job(options: PipelineOptions, build: Callable[[beam.Pipeline], None]):
             f"step {step[0]!r} cannot be serialized for the workers ({type(step[1]).__name__}: "
             f"{str(step[1]).strip()[:300]}); load models and open clients in DoFn.setup() or "
             "ModelHandler.load_model, never on the launcher") from e
-    client = OfflineClient(options, job.root_staging_location)
+    staged: list[dict] = []
+    client = offline_dataflow_client(options, job.root_staging_location,
+                                     lambda *upload: staged.append(_recorded(*upload)))
     with _staging_quiet():
         client.create_job_description(job)  # Beam's own: image overrides, staging, Environment
-    return job.proto_pipeline, job, client.staged
+    return job.proto_pipeline, job, staged
 
 
 def _staging_quiet():
@@ -158,7 +142,6 @@ class NotSerializable(ValueError):
 
 def unserializable_step(p: beam.Pipeline):
     """(label, error) of the first step whose runner API form cannot be made or read back."""
-    from apache_beam.internal import pickler
     from apache_beam.portability import common_urns, python_urns
     from apache_beam.portability.api import beam_runner_api_pb2
     from apache_beam.runners import pipeline_context
@@ -175,7 +158,7 @@ def unserializable_step(p: beam.Pipeline):
                 if spec is not None and spec.urn == common_urns.primitives.PAR_DO.urn:
                     do_fn = beam_runner_api_pb2.ParDoPayload.FromString(spec.payload).do_fn
                     if do_fn.urn == python_urns.PICKLED_DOFN_INFO:
-                        pickler.loads(do_fn.payload)
+                        unpickle(do_fn.payload)
             except Exception as e:  # noqa: BLE001 - any failure is the answer
                 found.append((node.full_label, e))
 

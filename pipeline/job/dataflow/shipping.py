@@ -100,5 +100,5 @@ def check(proto, staged: list[dict], launcher_dirs: list[str]) -> dict:
         raise NotShipped(
             f"a step needs code the staged package ({', '.join(packages)}) does not ship: "
             f"{result['error'] or 'modules ' + ', '.join(result['from_launcher'])}; keep worker "
-            "code in the pipeline/ and models/ folders (the beam_embed package)")
+            "code in the beam_embed package (pipeline/, models/ or beam_embed/)")
     return {"packages": packages, "project_modules": result["project"]}

@@ -1,0 +1,53 @@
+"""The tool's own lines on stderr, time-stamped, flushed at once (workers print progress too),
+and whether the user asked for the libraries' lines as well (-v, BEAM_EMBED_VERBOSE)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+from beam_embed.process.terminal import printable
+
+VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
+
+
+def log(message: str) -> None:
+    # Messages quote file names, ids and exception text from the input: shown, never obeyed by
+    # the terminal (each line kept a line).
+    safe = "\n".join(map(printable, message.split("\n")))
+    print(f"[beam-embed {time.strftime('%H:%M:%S')}] {safe}", file=sys.stderr, flush=True)
+
+
+def set_verbose(on: bool = True) -> None:
+    """`-v`/`--verbose`: library log lines and full tracebacks are shown (also when the
+    BEAM_EMBED_VERBOSE environment variable is set to 1)."""
+    os.environ[VERBOSE_ENV] = "1" if on else "0"
+
+
+def is_verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "0") not in ("", "0", "false", "no")
+
+
+def quiet_asked() -> bool:
+    """A command's set-up ran without -v, in this process or in the one that started it (local
+    worker processes inherit the environment); False where none ran (a library caller that set
+    nothing up, a Dataflow worker)."""
+    return os.environ.get(VERBOSE_ENV) == "0"
+
+
+class _ToolLines(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        log(record.getMessage())
+
+
+def show_as_own(name: str) -> None:
+    """The INFO lines of logger `name` shown as the tool's own: how the models layer, which
+    imports nothing of the commands', tells the user what it is doing (a model's one-time
+    export)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(h, _ToolLines) for h in logger.handlers):
+        logger.addHandler(_ToolLines())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

@@ -1,0 +1,290 @@
+"""Every private API of Beam, google-auth, TF-Hub and Python's argparse and atexit that the
+project relies on, in one place.
+
+Each is something no public API offers (why is said beside it), named here under a public name;
+tests/process/test_private_apis.py checks that each still exists with the signature and the
+behaviour relied on, so an upgrade that changes one fails there, by name, instead of somewhere
+in a run. Nothing heavy is imported at module import time: `--help` and flag errors import this
+module too (its argparse part), and the libraries' pieces are imported by the functions that
+hand them out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+
+# argparse ------------------------------------------------------------------------------------
+
+
+class HelpFormatterHooks(argparse.RawDescriptionHelpFormatter):
+    """argparse's help formatter with its two private hooks (a flag's spellings as shown, its
+    help text) under public names: argparse documents the formatter classes, not their
+    methods, and offers no other way to show one spelling of a flag or a default."""
+
+    def shown_option_strings(self, action: argparse.Action) -> list[str]:
+        return list(action.option_strings)
+
+    def help_text(self, action: argparse.Action) -> str:
+        return super()._get_help_string(action)
+
+    def _format_action_invocation(self, action):
+        shown = self.shown_option_strings(action)
+        if shown != action.option_strings:
+            action = argparse.Action(shown, action.dest, action.nargs, action.const,
+                                     action.default, action.type, action.choices,
+                                     action.required, action.help, action.metavar)
+        return super()._format_action_invocation(action)
+
+    def _get_help_string(self, action):
+        return self.help_text(action)
+
+
+def add_option_string(parser: argparse.ArgumentParser, action: argparse.Action,
+                      flag: str) -> bool:
+    """Makes `flag` one more spelling of `action` (already on `parser`); False when another
+    action has it. argparse takes every spelling at add_argument time and has no public way to
+    add one after (a BooleanOptionalAction makes its --no-x spellings itself)."""
+    if flag in parser._option_string_actions:
+        return False
+    action.option_strings.append(flag)
+    parser._option_string_actions[flag] = action
+    return True
+
+
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string `parser` takes (both spellings, --no-x). argparse keeps its actions
+    private, and Beam's options add theirs to the parser Beam hands them."""
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+# atexit --------------------------------------------------------------------------------------
+
+
+def run_atexit_handlers() -> None:
+    """Runs (and clears) the `atexit` handlers now, as a normal exit would: for a process that
+    ends through os._exit, which skips them. atexit has no public way to run them; a Python
+    without the private function runs none (what os._exit alone does)."""
+    import atexit
+
+    run = getattr(atexit, "_run_exitfuncs", None)
+    if run is not None:
+        run()
+
+
+# Beam ----------------------------------------------------------------------------------------
+
+
+def beam_argument_parser() -> type[argparse.ArgumentParser]:
+    """The parser class Beam's PipelineOptions parse with: its options' `_add_argparse_args`
+    call its `add_value_provider_argument`, which a plain ArgumentParser lacks."""
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    return _BeamArgumentParser
+
+
+def add_beam_options(options_class, parser: argparse.ArgumentParser) -> None:
+    """Adds a PipelineOptions subclass's flags to `parser`: `_add_argparse_args` is the hook
+    Beam's documentation tells options classes to override; Beam calls it the same way."""
+    options_class._add_argparse_args(parser)
+
+
+def sort_and_batch_dofn() -> type:
+    """The DoFn behind `beam.SortAndBatchElements` for the global window:
+    `(min_batch_size, max_batch_size, max_batch_weight, element_size_fn)`, buffering each
+    element (batch_buffer) and, at `finish_bundle`, sorting the buffer by size and emitting
+    its batches (WindowedValues), the buffer dropped until the next `start_bundle`. The job's windowed variant
+    (pipeline/job/batching.py) subclasses it to sort windows of a bundle; Beam exposes only the
+    whole-bundle transform."""
+    from apache_beam.transforms.util import _SortAndBatchElementsDoFn
+
+    return _SortAndBatchElementsDoFn
+
+
+def batch_buffer(dofn) -> list:
+    """The elements a sort_and_batch_dofn() instance holds for its next `finish_bundle` (its
+    `_buffer`, appended to by `process`): the windowed variant adds to it, and cuts it early."""
+    return dofn._buffer
+
+
+def set_batch_buffer(dofn, elements: list) -> None:
+    """Makes `elements` what a sort_and_batch_dofn() instance holds (see batch_buffer)."""
+    dofn._buffer = elements
+
+
+@functools.cache
+def masked_crc32c():
+    """TFRecord's masked CRC32C of a bytes value (Beam's, with its fast crc32c when installed):
+    the framing of a TFRecord, which Beam's TFRecord sink writes a record at a time only."""
+    from apache_beam.io.tfrecordio import _TFRecordUtil
+
+    return _TFRecordUtil._masked_crc32c
+
+
+def set_state_sampling_period(period_ms: int) -> bool:
+    """Makes the state samplers this process creates from now on sample every `period_ms`;
+    False (nothing changed) when Beam's StateSampler no longer takes the period as its one
+    default argument, Beam's DEFAULT_SAMPLING_PERIOD_MS. Beam has no option for the period."""
+    from apache_beam.runners.worker import statesampler
+
+    init = statesampler.StateSampler.__init__
+    if init.__defaults__ == (period_ms,):
+        return True
+    if init.__defaults__ != (statesampler.DEFAULT_SAMPLING_PERIOD_MS,):
+        return False
+    init.__defaults__ = (period_ms,)
+    return True
+
+
+def prefix_worker_command_lines(prefix: str) -> bool:
+    """Makes the worker processes a local multi-process run starts (Beam's
+    SubprocessSdkWorker, through `sh -c`) run `prefix` before their command line; False
+    (nothing changed) when the worker no longer keeps its command line where this expects.
+    Beam offers no hook on how it starts them."""
+    from apache_beam.runners.portability import local_job_service
+
+    worker = local_job_service.SubprocessSdkWorker
+    if getattr(worker.run, "command_line_prefix", None) == prefix:
+        return True
+    if "_worker_command_line" not in worker.__init__.__code__.co_names:  # where run reads it
+        return False
+    start = worker.run
+
+    @functools.wraps(start)
+    def run(self):
+        line = self._worker_command_line
+        if isinstance(line, str) and not line.startswith(prefix):
+            self._worker_command_line = prefix + line
+        return start(self)
+
+    run.command_line_prefix = prefix
+    worker.run = run
+    return True
+
+
+@functools.cache
+def _offline_dataflow_client_class() -> type:
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, StandardOptions
+    from apache_beam.runners.dataflow.internal import apiclient
+
+    class OfflineDataflowClient(apiclient.DataflowApplicationClient):
+        def __init__(self, options, root_staging_location: str, stage: Callable):
+            # Not super().__init__: it fetches credentials and builds the API and storage
+            # clients. What create_job_description reads is set as that constructor sets it.
+            self.standard_options = options.view_as(StandardOptions)
+            self.google_cloud_options = options.view_as(GoogleCloudOptions)
+            self._enable_caching = False  # the cache lookup is a GCS exists() call
+            self._root_staging_location = root_staging_location
+            self.environment_version = apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION
+            self._sdk_image_overrides = self._get_sdk_image_overrides(options)
+            self._stage = stage
+
+        def stage_file_with_retry(self, gcs_or_local_path, file_name, stream_or_path,
+                                  mime_type="application/octet-stream", total_size=None):
+            self._stage(gcs_or_local_path, file_name, stream_or_path)
+
+        def stage_file(self, *args, **kwargs):
+            raise AssertionError("the offline Dataflow client never uploads")
+
+    return OfflineDataflowClient
+
+
+def offline_dataflow_client(options, root_staging_location: str,
+                            stage: Callable[[str, str, object], None]):
+    """Beam's Dataflow client (`DataflowApplicationClient`) without the network, for its own
+    `create_job_description(job)`, which builds a Job's environment (worker pool, images,
+    staged files): made without the constructor (credentials, API and storage clients), with
+    the private attributes the constructor sets and the description reads, and each file it
+    would upload handed to `stage(folder, file_name, stream_or_path)` instead (a local path or a
+    readable stream). Beam has no offline description."""
+    return _offline_dataflow_client_class()(options, root_staging_location, stage)
+
+
+def unpickle(payload: bytes):
+    """An object Beam pickled (a step's DoFn, say), read back with Beam's own unpickler, as a
+    worker reads it (apache_beam.internal.pickler: Beam keeps it internal)."""
+    from apache_beam.internal import pickler
+
+    return pickler.loads(payload)
+
+
+def is_remote_path(path: str) -> bool:
+    """Whether Beam's stager would download `path` rather than read it locally."""
+    from apache_beam.runners.portability.stager import Stager
+
+    return Stager._is_remote_path(path)
+
+
+BEAM_AUTH_MODULE = "apache_beam.internal.gcp.auth"  # where Beam looks for gs:// credentials
+
+
+def replace_beam_credentials_look(module, look: Callable) -> bool:
+    """Makes Beam's auth `module` (BEAM_AUTH_MODULE, loaded) find credentials with
+    `look(pipeline_options)` (None: anonymous), in place of its own look
+    (`_Credentials._get_service_credentials`, which the public get_service_credentials calls once
+    a process, under its lock); False (Beam's own kept) without google-auth or when Beam no
+    longer looks the way this expects. Beam has no option for how it looks."""
+    credentials = getattr(module, "_Credentials", None)
+    if not getattr(module, "_GOOGLE_AUTH_AVAILABLE", False) or \
+            not hasattr(credentials, "_get_service_credentials") or \
+            not hasattr(credentials, "_add_impersonation_credentials"):
+        return False
+    credentials._get_service_credentials = staticmethod(look)
+    return True
+
+
+def beam_credentials(credentials, pipeline_options):
+    """google-auth `credentials` as Beam's own look returns them: impersonating
+    --impersonate_service_account when given, in the adapter Beam's clients take."""
+    from apache_beam.internal.gcp import auth
+
+    credentials = auth._Credentials._add_impersonation_credentials(credentials, pipeline_options)
+    return auth._ApitoolsCredentialsAdapter(credentials)
+
+
+# google-auth ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def gce_check_replaced(check: Callable) -> Iterator[None]:
+    """Inside the block, google-auth's "is this a Compute Engine machine?" (its
+    `_metadata.is_on_gce(request)`, which google.auth.default asks before it takes the metadata
+    server's credentials) is `check(request, own)`, `own` being google-auth's. google-auth has
+    no option for how often, or how long, it asks (3 tries of 3 s)."""
+    from google.auth.compute_engine import _metadata
+
+    own = _metadata.is_on_gce
+    _metadata.is_on_gce = lambda request: check(request, own)
+    try:
+        yield
+    finally:
+        _metadata.is_on_gce = own
+
+
+def gce_by_firmware() -> bool:
+    """Whether this machine's firmware says it is a Compute Engine VM (google-auth's Linux
+    check, `_metadata.detect_gce_residency_linux`); reads a file, asks no server."""
+    from google.auth.compute_engine import _metadata
+
+    return _metadata.detect_gce_residency_linux()
+
+
+def metadata_server_answers(request, timeout: float) -> bool:
+    """Whether the metadata server answers one try within `timeout` seconds (google-auth's
+    `_metadata.ping`, whose own default is 3 tries of 3 s)."""
+    from google.auth.compute_engine import _metadata
+
+    return _metadata.ping(request, timeout=timeout, retry_count=1)
+
+
+# TF-Hub --------------------------------------------------------------------------------------
+
+
+def mark_hub_module_v1(loaded, is_hub_module_v1: bool) -> None:
+    """Marks a SavedModel loaded by `tf.saved_model.load` as tensorflow_hub's `hub.load` marks
+    what it loads (`_is_hub_module_v1`, which `hub.KerasLayer` reads to call a TF1 Hub module
+    its way): the models load folders without importing tensorflow_hub, which imports all of
+    Keras 2 first."""
+    loaded._is_hub_module_v1 = is_hub_module_v1

@@ -1,0 +1,153 @@
+"""A finished run's output folder as its readers (pca, search, --reuse) see it: a view of its
+JobManifest with each pooling's vector column and how it is stored, the shards' full paths, and
+the format to read them in."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.manifest import (
+    MANIFEST,
+    JobManifest,
+    ModelEntry,
+    PoolingEntry,
+)
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+
+
+@dataclass(frozen=True)
+class PoolingColumn:
+    """One pooling's vector column in the embedding files, and how it is stored."""
+    name: str
+    column: str
+    width: int
+    normalize: bool
+    dtype: str = "float32"
+    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.vector_dtypes
+    offset: tuple = ()
+
+    def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples
+        object.__setattr__(self, "scale", tuple(self.scale))
+        object.__setattr__(self, "offset", tuple(self.offset))
+
+    @classmethod
+    def of(cls, entry: PoolingEntry, dtype: str) -> PoolingColumn:
+        """The manifest's pooling entry, its vectors stored as `dtype`."""
+        return cls(entry.name, entry.column, int(entry.width), bool(entry.normalize), dtype,
+                   entry.scale or (), entry.offset or ())
+
+    def stored(self) -> StoredVectors:
+        return StoredVectors(self.dtype, self.width, self.scale, self.offset)
+
+    @property
+    def unit_length(self) -> bool:
+        """The vectors read back are unit length (normalized and stored exactly)."""
+        return self.normalize and self.dtype == "float32"
+
+
+# The non-vector columns of every record and their Arrow types (`text` when the manifest says
+# so; metadata columns are strings).
+BASE_TYPES = {"id": pa.string(), "text": pa.string(), "source": pa.string(),
+              "num_tokens": pa.int32(), "truncated": pa.bool_()}
+
+
+@dataclass(frozen=True)
+class EmbeddingSet:
+    """What `manifest.json` says about an output folder of the embedding job, as readers ask."""
+    folder: str
+    manifest: JobManifest
+
+    @property
+    def manifest_path(self) -> str:
+        return FileSystems.join(self.folder, MANIFEST)
+
+    @property
+    def model(self) -> ModelEntry:
+        return self.manifest.model
+
+    @functools.cached_property
+    def poolings(self) -> tuple[PoolingColumn, ...]:
+        return tuple(PoolingColumn.of(p, self.manifest.vector_dtype)
+                     for p in self.manifest.poolings)
+
+    @property
+    def metadata_columns(self) -> tuple[str, ...]:
+        return tuple(self.manifest.metadata_columns)
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.manifest.text_column)
+
+    @functools.cached_property
+    def files(self) -> dict[str, tuple[str, ...]]:
+        """Format -> full shard paths, for the formats registered here."""
+        return {fmt: tuple(FileSystems.join(self.folder, name) for name in names)
+                for fmt, names in self.manifest.files.items()
+                if fmt in output_formats.OUTPUT_FORMATS}
+
+    @property
+    def finished_at(self) -> str:
+        return self.manifest.finished_at
+
+    @property
+    def counts(self) -> dict:  # read, embedded, ...
+        return self.manifest.counts
+
+    @property
+    def rows(self) -> dict:  # shard name -> rows (newer runs)
+        return self.manifest.rows
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The non-vector columns of every record, in file order."""
+        text = ("text",) if self.has_text else ()
+        return ("id",) + text + ("source",) + self.metadata_columns + ("num_tokens", "truncated")
+
+    def column_type(self, column: str) -> pa.DataType:
+        return BASE_TYPES.get(column, pa.string())
+
+    def pooling(self, name: str | None) -> PoolingColumn:
+        """The pooling named `name` (its name or its column); the first one when `name` is None."""
+        if name is None:
+            return self.poolings[0]
+        for p in self.poolings:
+            if name in (p.name, p.column):
+                return p
+        choices = sorted({p.name for p in self.poolings} | {p.column for p in self.poolings})
+        raise ValueError(f"unknown pooling {name!r} in {self.manifest_path}; "
+                         f"expected one of {choices}")
+
+    def shards(self, fmt: str | None) -> tuple[str, tuple[str, ...]]:
+        """(format, shard paths) to read: `fmt`, else the first format with a reader that has
+        shards here, in registry order (Parquet, then TFRecord)."""
+        listed = [f for f in output_formats.readable() if self.files.get(f)]
+        if fmt is None:
+            if not listed:
+                raise ValueError(f"{self.manifest_path} lists no shards; expected files in one "
+                                 f"of {output_formats.readable()}")
+            fmt = listed[0]
+        if fmt not in listed and self.files.get(fmt):
+            raise ValueError(f"the {fmt} shards of {self.manifest_path} cannot be read here (no "
+                             f"reader for that format); expected one of {listed}")
+        if fmt not in listed:
+            raise ValueError(f"format {fmt!r} has no shards in {self.manifest_path}; "
+                             f"expected one of {listed}")
+        return fmt, self.files[fmt]
+
+    def first_with(self, reader: str) -> output_formats.OutputFormat | None:
+        """The first format, in registry order, that has `reader` and shards here."""
+        return next((f for f in output_formats.readers(reader) if self.files.get(f.name)), None)
+
+
+def load_embedding_set(folder: str) -> EmbeddingSet:
+    """Reads and checks `folder/manifest.json` (local or any Beam filesystem, e.g. gs://)."""
+    es = EmbeddingSet(folder, JobManifest.read(folder))
+    if not es.poolings:
+        raise ValueError(f"{es.manifest_path} lists no poolings (a token-granularity run has one "
+                         "vector per token, not per record)")
+    return es

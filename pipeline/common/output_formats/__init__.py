@@ -1,0 +1,85 @@
+"""The job's output formats: one module each (parquet.py, tfrecord.py) holding everything about
+the format, and this registry of their `OutputFormat` objects, the one place that says which
+formats exist.
+
+An entry holds the format's functions themselves: its writer (the job's), its row counter (the
+manifest's `rows` and the shard check), and the readers of whichever commands can read it: pca's
+blocks of whole records, --reuse's previous rows, search's column scan and rows by number. A
+command asks the entry (or `readers`, for the formats it can read) instead of branching on a
+format's name. The format modules import Beam, pyarrow and TensorFlow inside their functions
+only, so this registry, the flag help and every flag check stay free of them. Adding a format =
+one module + one entry here + its tests (tests/job/test_extra_format.py registers one from a test
+alone).
+
+The registry is a plain dict, read when asked (never copied at import), so a test can register
+a format of its own for the length of the test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from beam_embed.pipeline.common.output_formats import parquet, tfrecord
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputFormat:
+    name: str  # the --format value and the manifest's `files` key
+    suffix: str  # its shards are named embeddings-00000-of-00004{suffix}
+    title: str  # the format in messages: "the Parquet shards listed in ..."
+    # write(output, schema, num_shards, in_bundles=False): a Beam PTransform over the job's
+    # EmbeddedBatch PCollection writing its shards into the folder `output`, returning their paths
+    write: Callable
+    count_rows: Callable[[str], int]  # one shard's rows (read back), or IncompleteInput
+    rows_up_front: bool = False  # counting rows is cheap (a footer): readers check every
+    #                              shard's rows before reading any data; else as they read it
+    # pca: read_blocks(shard_paths_pcollection, columns, pooling, rows) -> a PCollection of
+    # pyarrow Tables (whole records: `columns` + the pooling's column, stored as Parquet has it)
+    read_blocks: Callable | None = None
+    # --reuse: read_previous(path, vector_columns) -> (text, vectors, num_tokens, truncated)
+    # per row, the vectors float32 as stored
+    read_previous: Callable | None = None
+    # search: read_column(path, column) -> the column's Arrow arrays in row order, a part at a
+    # time; fetch_rows(paths, rows, columns) -> {row: values} for rows numbered across the files
+    read_column: Callable | None = None
+    fetch_rows: Callable | None = None
+    tensorflow: bool = False  # reading it loads TensorFlow (pca loads it quietly first)
+    writes_files: bool = True  # False: it writes no shards, the manifest lists no files for it
+
+
+# In the order readers choose by when no format is asked for (Parquet first).
+OUTPUT_FORMATS: dict[str, OutputFormat] = {
+    "parquet": OutputFormat(
+        "parquet", parquet.SUFFIX, "Parquet", parquet.write, parquet.count_rows,
+        rows_up_front=True, read_blocks=parquet.read_blocks,
+        read_previous=parquet.read_previous, read_column=parquet.read_column,
+        fetch_rows=parquet.fetch_rows),
+    "tfrecord": OutputFormat(
+        "tfrecord", tfrecord.SUFFIX, "TFRecord", tfrecord.write, tfrecord.count_rows,
+        read_blocks=tfrecord.read_blocks, read_previous=tfrecord.read_previous,
+        tensorflow=True),
+}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(OUTPUT_FORMATS)
+
+
+def readers(reader: str) -> list[OutputFormat]:
+    """The formats that have `reader` ("read_blocks", "read_previous", "read_column"), in
+    registry order."""
+    return [f for f in OUTPUT_FORMATS.values() if getattr(f, reader) is not None]
+
+
+def readable() -> list[str]:
+    """The formats pca can read."""
+    return [f.name for f in readers("read_blocks")]
+
+
+def output_format(name: str) -> OutputFormat:
+    try:
+        return OUTPUT_FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}; expected one of {list(OUTPUT_FORMATS)}"
+                         ) from None

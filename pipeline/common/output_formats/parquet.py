@@ -1,0 +1,204 @@
+"""Parquet: the job's shards as Arrow tables (one row group per table written), and every reader
+of them: the row count from the footer, pca's blocks of whole records, --reuse's previous rows,
+search's column scan and its rows by number.
+
+Writing: Beam's `WriteToParquetBatched` keeps pyarrow's default of dictionary-encoding every
+column. Float columns (embeddings, PCA coordinates) never repeat: trying a dictionary on them
+made each 512-row batch of 384-wide vectors ~5x slower to write (measured 18.8 vs 3.4 ms) and the
+file ~1.5x larger; for 1M rows of 50 PCs 3.7 s of CPU against 0.7 s. So `use_dictionary` is
+limited to the columns given (by default the string columns: ids, sources, metadata).
+
+Beam and pyarrow are imported inside the functions: the registry lists this format without them.
+"""
+
+from __future__ import annotations
+
+from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+
+SUFFIX = ".parquet"
+GROUPS_PER_SPLIT = 16  # pca: a split's row groups are read in order, one worker; splits spread
+PREFETCH = 2  # pca: row groups read ahead: ~4 in memory at once (read, waiting, in use),
+#               ~250 MB with the ~64 MB row groups the job writes
+
+
+class ParquetFile:
+    """One open Parquet file that tables are written into, a row group each."""
+
+    def __init__(self, handle, schema, compression: str = "none",
+                 dictionary: list[str] | None = None):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if dictionary is None:
+            dictionary = [f.name for f in schema if pa.types.is_string(f.type)]
+        # use_compliant_nested_type=False: list items named "item", as Beam's sink writes them
+        self._writer = pq.ParquetWriter(handle, schema, compression=compression,
+                                        use_dictionary=dictionary,
+                                        use_compliant_nested_type=False)
+
+    def write(self, table) -> None:
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def sink(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
+         template: str | None = None, compression: str = "none",
+         dictionary: list[str] | None = None):
+    """Beam's file-based sink of pyarrow Tables into Parquet shards named prefix + template +
+    suffix (`dictionary`: the dictionary-encoded columns; None: the string columns)."""
+    import functools
+
+    from apache_beam.io.filesystem import CompressionTypes
+
+    from beam_embed.pipeline.common.output_formats.sink import FormatSink
+
+    return FormatSink(prefix, suffix, num_shards, template,
+                      functools.partial(ParquetFile, schema=schema, compression=compression,
+                                        dictionary=dictionary),
+                      "application/x-parquet",
+                      CompressionTypes.UNCOMPRESSED)  # Parquet compresses itself
+
+
+def write_tables(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
+                 template: str | None = None, **options):
+    """The PTransform writing a PCollection of pyarrow Tables (`options`: compression,
+    dictionary)."""
+    from apache_beam.io.iobase import Write
+
+    return Write(sink(prefix, schema, num_shards, suffix, template, **options))
+
+
+def write(output: str, schema, num_shards: int, in_bundles: bool = False):
+    """The job's Parquet shards in `output`: its batches as Arrow tables (`schema.table`, one row
+    group each), the paths written out."""
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from beam_embed.pipeline.common.bundle_write import write_shards
+    from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
+
+    shards = sink(FileSystems.join(output, PREFIX), schema.arrow(), num_shards, SUFFIX,
+                  SHARD_TEMPLATE)
+    return ("ToArrow" >> beam.Map(schema.table)
+            | "WriteShards" >> write_shards(shards, in_bundles))
+
+
+def _open(path: str):
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def count_rows(path: str) -> int:
+    """Rows in a Parquet file, from its footer; IncompleteInput when it is missing or damaged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with _open(path) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+    except (OSError, pa.ArrowException) as e:
+        raise IncompleteInput(f"{path} is damaged: not a readable Parquet file ({one_line(e)}); "
+                              "it was cut short or overwritten: restore it or rerun the job"
+                              ) from e
+
+
+def row_groups(path: str, columns: list[str]):
+    """The file's row groups in order, each a pyarrow Table of `columns`."""
+    import pyarrow.parquet as pq
+
+    with _open(path) as f:
+        shard = pq.ParquetFile(f)
+        for group in range(shard.num_row_groups):
+            yield shard.read_row_group(group, columns)
+
+
+# pca: shard paths -> one block per row group, in splits of up to GROUPS_PER_SPLIT row groups
+# spread over the workers, each split's next row groups read on a thread while the current block
+# is worked on (a 1M-row PCA spends about as long decoding Parquet as in BLAS; see
+# beam_embed.pipeline.common.prefetch).
+
+def row_group_splits(path: str):
+    """(path, first, stop) row-group ranges of one Parquet shard, GROUPS_PER_SPLIT at most."""
+    import pyarrow.parquet as pq
+
+    with _open(path) as f:
+        groups = pq.ParquetFile(f).num_row_groups
+    for first in range(0, groups, GROUPS_PER_SPLIT):
+        yield path, first, min(groups, first + GROUPS_PER_SPLIT)
+
+
+def read_row_groups(split, columns: list[str]):
+    """(path, first, stop) -> one block per row group, read ahead on a thread. Arrow's own
+    column threads stay off: the read is one column or a few, and the prefetch thread is the
+    parallelism (measured: the same speed or slower with them on)."""
+    import pyarrow.parquet as pq
+
+    from beam_embed.pipeline.common.prefetch import prefetched
+
+    path, first, stop = split
+    with _open(path) as f:
+        shard = pq.ParquetFile(f)
+        yield from prefetched((shard.read_row_group(i, columns, use_threads=False)
+                               for i in range(first, stop)), PREFETCH)
+
+
+def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
+    """Shard paths -> one block per row group (the rows were checked against the manifest from
+    the footers before: beam_embed.pipeline.common.shards.check_shards)."""
+    import apache_beam as beam
+    import pyarrow as pa
+
+    return (files
+            | "SplitRowGroups" >> beam.FlatMap(row_group_splits)
+            | "SpreadSplits" >> beam.Reshuffle()
+            | "ReadRowGroups" >> beam.FlatMap(read_row_groups, list(columns) + [pooling.column]
+                                              ).with_output_types(pa.Table))
+
+
+def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
+    """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row."""
+    from beam_embed.pipeline.common.vectors import vector_matrix
+
+    names = [c for c, _ in columns]
+    for table in row_groups(path, ["text", *names, "num_tokens", "truncated"]):
+        vectors = [vector_matrix(table.column(c), w, c) for c, w in columns]
+        tokens = table.column("num_tokens").to_pylist()
+        truncated = table.column("truncated").to_pylist()
+        for i, text in enumerate(table.column("text").to_pylist()):
+            yield text, tuple(v[i].copy() for v in vectors), tokens[i], truncated[i]
+
+
+def read_column(path: str, column: str):
+    """search: the column a row group at a time (the job's writer keeps them near 64 MB):
+    pyarrow's iter_batches was measured holding a whole 250,000-row shard's column instead."""
+    for table in row_groups(path, [column]):
+        yield table.column(0)
+
+
+def fetch_rows(paths: list[str], rows: set[int], columns: list[str]) -> dict[int, list]:
+    """search: row -> its values of `columns`, for rows numbered across `paths` in order,
+    reading only the row groups that hold them."""
+    import bisect
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    found, first = {}, 0
+    for path in paths:
+        with _open(path) as f:
+            parquet = pq.ParquetFile(f)
+            meta = parquet.metadata
+            wanted = sorted(r - first for r in rows if first <= r < first + meta.num_rows)
+            if wanted:
+                ends = np.cumsum([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+                for group in sorted({bisect.bisect_right(ends, r) for r in wanted}):
+                    table = parquet.read_row_group(group, columns=columns)
+                    base = int(ends[group]) - table.num_rows
+                    for r in (r for r in wanted if base <= r < base + table.num_rows):
+                        found[first + r] = [table[c][r - base].as_py() for c in columns]
+            first += meta.num_rows
+    return found

@@ -1,0 +1,134 @@
+"""ResolvedRun: a run's settings (RunSettings, checked on construction) with what needs I/O or
+the model: the encoder's spec, the input files, each pooling's width and storage, the previous
+run --reuse copies from. Everything here is checked before any data is read."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from beam_embed.models.spec import EncoderSpec
+from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.job.formats import Fields
+from beam_embed.pipeline.job.settings import RunSettings
+
+SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedRun:
+    """Filled in as the launcher learns each part (dataclasses.replace), in this order."""
+
+    settings: RunSettings
+    encoder: EncoderSpec
+    files: tuple[tuple[str, int], ...] = ()  # (path, bytes) the input patterns match
+    widths: tuple[tuple[str, int], ...] = ()  # (column, width) per pooling, from the model
+    stored: tuple = ()  # how each pooling is stored (calibration.py); (): float32
+    previous: object = None  # --reuse's previous run, once checked (reuse.py)
+
+    @property
+    def output(self) -> str:
+        return self.settings.output
+
+    def fields(self) -> Fields:
+        """Where the readers find each record's text, id and metadata."""
+        s = self.settings
+        return Fields(s.text_field, s.id_field, s.metadata_fields, s.max_text_bytes)
+
+    def writing_to(self, folder: str) -> ResolvedRun:
+        """The same run, written to `folder` (its staging folder)."""
+        return dataclasses.replace(self, settings=dataclasses.replace(self.settings,
+                                                                      output=folder))
+
+
+def worker_threads(opts) -> tuple[int, int]:
+    """(intra-op, inter-op) TensorFlow threads per worker process. The DirectRunner's
+    multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
+    vCPU unless `--experiments=no_use_multiple_sdk_containers`: each gets one thread per pool
+    (TF's default, one per core in every process, would oversubscribe the VM n-fold). Anything
+    else keeps TF's defaults (0: all cores)."""
+    from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, StandardOptions
+
+    runner = opts.view_as(StandardOptions).runner
+    if runner in ("DataflowRunner", "dataflow"):
+        experiments = opts.view_as(DebugOptions).experiments or []
+        return (0, 0) if "no_use_multiple_sdk_containers" in experiments else (1, 1)
+    direct = opts.view_as(DirectOptions)
+    if runner not in (None, "DirectRunner", "direct") or \
+            direct.direct_running_mode != "multi_processing":
+        return 0, 0
+    cores = os.cpu_count() or 1
+    workers = direct.direct_num_workers or cores  # Beam: 0 means one worker per core
+    return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
+
+
+def workers_run_here(options) -> bool:
+    """Whether the job's workers run on this machine (and use its devices): every runner but
+    Dataflow's, whose workers are VMs of their own."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    return options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow")
+
+
+def check_accelerator(spec: EncoderSpec, options) -> None:
+    """A run whose workers run here needs the accelerator it asks for on this machine: refused
+    with one line before any data is read (a TPU is initialized here, once per process, and the
+    in-process worker uses it). A TPU has one owner, so one worker process. Dataflow's workers
+    bring their own device: its launcher checks the model on its CPU (`probe_widths`)."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    if spec.accelerator == "auto" or not workers_run_here(options):
+        return
+    direct = options.view_as(DirectOptions)
+    workers = direct.direct_num_workers or os.cpu_count() or 1
+    if spec.accelerator == "tpu" and direct.direct_running_mode == "multi_processing" \
+            and workers > 1:
+        raise ValueError(f"--accelerator tpu runs in one process (a TPU has a single owner), "
+                         f"got --direct_num_workers={workers} with multi_processing; expected "
+                         "--direct_num_workers=1 or --direct_running_mode in_memory")
+    from beam_embed.models.accelerators import check
+
+    check(spec.accelerator)
+
+
+def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
+    """Limits that need the model (its positions), checked once it is loaded, before any data
+    is read: a text the model cannot hold would otherwise be dead-lettered with TensorFlow's
+    shape error, text after text. An --max_seq_length given beyond the positions is refused; a
+    default beyond them (a TF-Hub model without one) becomes the positions."""
+    spec = run.encoder
+    model = spec.name or spec.encoder
+    if positions is not None and spec.max_seq_length is not None and \
+            spec.max_seq_length > positions:
+        if run.settings.max_seq_length is not None:
+            raise ValueError(f"--max_seq_length {spec.max_seq_length} is more than the "
+                             f"{positions} token positions of {model}; expected at most "
+                             f"{positions}")
+        spec = dataclasses.replace(spec, max_seq_length=positions)
+        run = dataclasses.replace(run, encoder=spec)
+    batch_tokens = run.settings.batch_tokens
+    if spec.max_seq_length is not None and batch_tokens < spec.max_seq_length:
+        raise ValueError(f"--batch_tokens {batch_tokens} cannot hold one full-length text "
+                         f"(--max_seq_length {spec.max_seq_length} tokens); expected at least "
+                         f"{spec.max_seq_length}")
+    return run
+
+
+def with_default_input(settings: RunSettings) -> RunSettings:
+    """Without --input the bundled sample corpus is the input (its id and topic fields are
+    found as a user's own corpus's are: beam_embed.pipeline.job.input_fields)."""
+    if settings.input:
+        return settings
+    return dataclasses.replace(settings, input=(write_sample_corpus(SAMPLE_CORPUS),),
+                               input_format=settings.input_format or "jsonl")
+
+
+def resolve(settings: RunSettings, options, encoder: EncoderSpec | None = None) -> ResolvedRun:
+    """The settings and Beam's `options` (their thread pools) -> a ResolvedRun with its
+    encoder's spec: `encoder`, the spec already built from these settings (the early warm-up's),
+    else built here."""
+    if encoder is None:
+        import_tensorflow()  # the model spec may load TensorFlow: quietly
+        encoder = settings.encoder_spec(worker_threads(options))
+    return ResolvedRun(with_default_input(settings), encoder)

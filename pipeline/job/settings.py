@@ -1,0 +1,161 @@
+"""RunSettings: the embedding job's settings, each declared once.
+
+Each field is a flag of `beam-embed run` (its help, the values it takes and its check beside it:
+pipeline/common/setting_fields.py), a key of `--config FILE.yaml`, and a keyword of a Python
+caller: `RunSettings(model="minilm", pooling=["mean", "cls"])`. Constructing one runs every check
+that needs neither the model nor TensorFlow; a bad value is a ValueError naming it and what is
+expected. What needs I/O (the encoder's spec, the input files, a previous run) is resolved from
+it by resolved.py.
+
+A new flag is one field here plus its use. Imports nothing heavy: `--help` is made from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from beam_embed.models.encoder_choices import (
+    ACCELERATORS,
+    GRANULARITIES,
+    LONG_TEXT_MODES,
+    PRECISIONS,
+    TOKEN_DTYPES,
+    TOKEN_UNITS,
+)
+from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.setting_fields import Settings, flag, positive, setting
+from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
+
+INPUT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "tfrecord")  # job.formats.READERS
+SPLIT_MODES = ("none", "sentences")
+
+
+def _folder(path: str) -> str:
+    return path.rstrip("/")
+
+
+def _shards(name: str, value: int) -> None:
+    if value < 0:
+        raise ValueError(f"{flag(name)} must be 0 (the runner decides) or a positive number of "
+                         f"shards, got {value}")
+
+
+def _seconds(name: str, value: float) -> None:
+    if value < 0:
+        raise ValueError(f"{flag(name)} must be 0 (no progress lines) or a positive number of "
+                         f"seconds, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings(Settings):
+    """A run of the embedding job, as given; every value checked on construction."""
+
+    input: tuple[str, ...] = setting(
+        (), repeat=True, help="file pattern (repeatable; local, gs://, .gz/.bz2). "
+                              "Default: the bundled sample corpus")
+    input_format: str | None = setting(
+        None, choices=INPUT_FORMATS,
+        help="the inputs' format (default: from each file's extension)")
+    text_field: str = setting("text", help="JSON/CSV/Parquet/TFRecord field with the text")
+    id_field: str | None = setting(
+        None, help="field with a stable id (default: a field named id, else path:line)")
+    metadata_fields: tuple[str, ...] | None = setting(  # None: from the input (input_fields.py)
+        None, help="comma-separated fields carried to the output (default: the input's other "
+                   "fields of single values; '' carries none)")
+    split: str = setting("none", choices=SPLIT_MODES,
+                         help="split documents into sentences (pysbd)")
+    clean: bool = setting(True, help="collapse whitespace/NBSP runs and trim")
+    max_text_bytes: int = setting(1 << 20, check=positive, help="longer texts are dead-lettered")
+    model: str = setting(
+        "minilm", help="a preset from configs/models.yaml, an export-model folder, or a "
+                       "SavedModel (TF-Hub URL, gs:// path or folder) of a recognized kind")
+    encoder: str | None = setting(
+        None, help="TF-Hub encoder handle (overrides --model); with --preprocessor a BERT pair, "
+                   "alone its kind (ELMo, TF1 BERT, text-in) is recognized from the module")
+    preprocessor: str | None = setting(
+        None, help="TF-Hub preprocessor handle for a BERT --encoder")
+    elmo_signature: str = setting(
+        "tokens", help="ELMo: `tokens` (words and punctuation split properly) or `default` "
+                       "(the module's own split on spaces)")
+    granularity: str = setting(
+        "sentence", choices=GRANULARITIES,
+        help="sentence: one vector per pooling; token: tokens, offsets and one vector per token")
+    token_layer: str | None = setting(
+        None, help="token vectors from this layer: BERT index (default -1), ELMo output name "
+                   "(default elmo)")
+    token_unit: str = setting(
+        "word", choices=TOKEN_UNITS,
+        help="the BERT token unit (word: the mean of its pieces)")
+    token_dtype: str = setting(
+        "float32", choices=TOKEN_DTYPES,
+        help="token vectors in Parquet (float16: half the size)")
+    vector_dtype: str = setting(
+        "float32", choices=VECTOR_DTYPES,
+        help="how sentence vectors are stored (float16: half the size; int8: a quarter, "
+             "ranges per dimension in the manifest; binary: one sign bit a dimension)")
+    pooling: tuple[str, ...] = setting(
+        (), help="comma-separated poolings, e.g. cls,pooled_output,mean,mean@-2 (default: the "
+                 "model's recommended)")
+    normalize: bool | None = setting(
+        None, help="L2-normalize every vector (default: the model's recommendation)")
+    max_seq_length: int | None = setting(
+        None, check=positive, help="tokens per text incl. [CLS]/[SEP] (default: the model's)")
+    long_text: str = setting(
+        "truncate", choices=LONG_TEXT_MODES,
+        help="truncate (flagged) or average overlapping windows")
+    batch_tokens: int = setting(16384, check=positive, help="token budget of one inference batch")
+    max_batch_size: int = setting(
+        512, check=positive, help="most texts in one inference batch, whatever the token budget")
+    precision: str | None = setting(
+        None, choices=PRECISIONS,
+        help="the encoder's compute precision: fp32 exact (the default); bf16 on CPUs with "
+             "AMX/AVX-512 bf16, GPUs, TPUs (their default), ~3-4x faster on AMX, cosine to fp32 "
+             "> 0.9999; fp16 on GPUs; bf16/fp16 need an export-model encoder")
+    accelerator: str = setting(
+        "auto", choices=ACCELERATORS,
+        help="auto (TensorFlow's placement: a visible GPU, else the CPU), gpu (refused without "
+             "one), tpu (this VM's TPU: the encoder XLA-compiled in fixed batch shapes, bf16; "
+             "BERT-family exports)")
+    output: str = setting("output/embeddings", tidy=_folder, help="output folder (or gs://)")
+    format: tuple[str, ...] = setting(
+        ("parquet", "tfrecord"), choices=output_formats.names,  # the registry when checked
+        help="the formats written")
+    num_shards: int = setting(0, check=_shards, help="shards per format (0: the runner decides)")
+    include_text: bool = setting(True, help="write the text beside its vectors")
+    dedupe: bool = setting(
+        False, help="encode each distinct text once; every record still gets its row")
+    reuse: str | None = setting(
+        None, metavar="PREVIOUS_OUTPUT", tidy=_folder,
+        help="copy the vectors of texts a previous run (local or gs://) embedded with the same "
+             "model and settings instead of encoding them")
+    overwrite: bool = setting(
+        False, help="replace an existing output (swapped in when the new run is complete); "
+                    "also takes over the claim a killed run left")
+    allow_incomplete_input: bool = setting(
+        False, help="exit 0 even when an input file is cut short or corrupt (its rest is a dead "
+                    "letter either way)")
+    progress_every: float = setting(
+        5.0, check=_seconds, help="seconds between progress lines on stderr (0: none)")
+
+    def check_together(self) -> None:
+        if self.vector_dtype != "float32" and self.granularity == "token":
+            raise ValueError(f"--vector_dtype {self.vector_dtype} applies to sentence vectors; "
+                             "token vectors take --token_dtype (float32 or float16)")
+        if (self.dedupe or self.reuse) and self.granularity == "token":
+            raise ValueError(f"--{'dedupe' if self.dedupe else 'reuse'} applies to sentence "
+                             "vectors; expected --granularity sentence")
+
+    def encoder_spec(self, threads: tuple[int, int] = (0, 0)):
+        """The encoder's checked spec (beam_embed.models.spec.EncoderSpec) for these settings,
+        with `threads` (intra-op, inter-op) per worker; may load TensorFlow to recognize a
+        model."""
+        from beam_embed.models.spec import encoder_spec
+
+        return encoder_spec(
+            self.model, encoder=self.encoder, preprocessor=self.preprocessor,
+            poolings=self.pooling, normalize=self.normalize, max_seq_length=self.max_seq_length,
+            long_text=self.long_text, granularity=self.granularity,
+            token_layer=self.token_layer, token_unit=self.token_unit,
+            token_dtype=self.token_dtype, precision=self.precision,
+            options=(("signature", self.elmo_signature),), threads=threads,
+            accelerator=self.accelerator, batch=(self.batch_tokens, self.max_batch_size))

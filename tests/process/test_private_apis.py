@@ -1,0 +1,291 @@
+"""Each private API of beam_embed/process/private_apis.py still there, with the signature and the
+behaviour relied on: a Beam, google-auth, TF-Hub or Python upgrade that changes one fails here,
+by name."""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import inspect
+
+import apache_beam as beam
+import pytest
+
+from beam_embed.process import private_apis
+
+
+def _params(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+# argparse
+
+
+def test_argparse_formatter_hooks_are_the_ones_help_calls():
+    for hook in ("_format_action_invocation", "_get_help_string"):
+        assert _params(getattr(argparse.HelpFormatter, hook)) == ["self", "action"], hook
+
+    class Shown(private_apis.HelpFormatterHooks):
+        def shown_option_strings(self, action):
+            return [s for s in action.option_strings if "_" not in s]
+
+        def help_text(self, action):
+            return "help: " + (action.help or "")
+
+    parser = argparse.ArgumentParser(prog="p", formatter_class=Shown, add_help=False)
+    parser.add_argument("--a-b", "--a_b", help="x")
+    text = parser.format_help()
+    assert "--a-b A_B" in text and "--a_b" not in text and "help: x" in text
+
+
+def test_an_option_string_added_after_add_argument_parses():
+    parser = argparse.ArgumentParser(add_help=False)
+    action = parser.add_argument("--a_b", type=int)
+    assert private_apis.add_option_string(parser, action, "--a-b")
+    assert not private_apis.add_option_string(parser, action, "--a-b")  # taken
+    assert parser.parse_args(["--a-b", "3"]).a_b == 3
+    assert private_apis.option_strings(parser) == {"--a_b", "--a-b"}
+
+
+def test_atexit_handlers_run_now_and_once():
+    # In a child process: running this process's handlers would run TensorFlow's and Keras's
+    # clean-ups too, and break the tests that use them afterwards.
+    import subprocess
+    import sys
+
+    assert callable(getattr(atexit, "_run_exitfuncs", None)), "atexit._run_exitfuncs is gone"
+    script = ("import atexit\n"
+              "from beam_embed.process import private_apis\n"
+              "ran = []\n"
+              "atexit.register(ran.append, 1)\n"
+              "private_apis.run_atexit_handlers()\n"
+              "first = list(ran)\n"
+              "private_apis.run_atexit_handlers()\n"
+              "print(first, ran)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.split("\n")[0] == "[1] [1]"  # ran now, then cleared as an exit leaves them
+
+
+# Beam
+
+
+def test_beams_argument_parser_takes_value_provider_arguments():
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    parser = private_apis.beam_argument_parser()(allow_abbrev=False)
+    assert hasattr(parser, "add_value_provider_argument")
+    private_apis.add_beam_options(StandardOptions, parser)
+    assert "--runner" in private_apis.option_strings(parser)
+
+
+def test_sort_and_batch_dofn_sorts_its_buffer_into_batches_at_bundle_end():
+    cls = private_apis.sort_and_batch_dofn()
+    assert issubclass(cls, beam.DoFn)
+    assert _params(cls.__init__) == ["self", "min_batch_size", "max_batch_size",
+                                     "max_batch_weight", "element_size_fn"]
+    fn = cls(1, 2, 100, len)
+    fn.start_bundle()
+    for element in ("ccc", "a", "bb", "dddd"):
+        fn.process(element)
+    assert private_apis.batch_buffer(fn) == ["ccc", "a", "bb", "dddd"]
+    batches = [wv.value for wv in fn.finish_bundle()]
+    assert batches == [["a", "bb"], ["ccc", "dddd"]]
+    private_apis.set_batch_buffer(fn, ["eee"])  # what the job's subclass carries over
+    fn.process("f")
+    assert [wv.value for wv in fn.finish_bundle()] == [["f", "eee"]]
+
+
+def test_masked_crc32c_is_tfrecords():
+    crc = 0xE3069283  # CRC32C of b"123456789", the algorithm's check value
+    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    assert private_apis.masked_crc32c()(b"123456789") == masked
+
+
+def test_state_sampling_period_is_the_samplers_one_default(monkeypatch):
+    from apache_beam.runners.worker import statesampler
+
+    init = statesampler.StateSampler.__init__
+    assert init.__defaults__ == (statesampler.DEFAULT_SAMPLING_PERIOD_MS,) or \
+        init.__defaults__ == (20,)  # set already by a run in this process
+    assert _params(init)[-1] == "sampling_period_ms"
+    monkeypatch.setattr(init, "__defaults__", (statesampler.DEFAULT_SAMPLING_PERIOD_MS,))
+    assert private_apis.set_state_sampling_period(7)
+    assert init.__defaults__ == (7,)
+    monkeypatch.setattr(init, "__defaults__", (150,))  # not Beam's default: left alone
+    assert not private_apis.set_state_sampling_period(7) and init.__defaults__ == (150,)
+
+
+def test_worker_command_lines_are_where_the_prefix_goes(monkeypatch):
+    from apache_beam.runners.portability import local_job_service
+
+    worker = local_job_service.SubprocessSdkWorker
+    monkeypatch.setattr(worker, "run", worker.run)  # restored after the test
+    assert "_worker_command_line" in worker.__init__.__code__.co_names
+    assert "_worker_command_line" in inspect.getsource(inspect.unwrap(worker.run))
+    seen = []
+    monkeypatch.setattr(worker, "run", lambda self: seen.append(self._worker_command_line))
+    assert private_apis.prefix_worker_command_lines("echo; ")
+    fake = worker.__new__(worker)
+    fake._worker_command_line = "python -m worker"
+    worker.run(fake)
+    assert seen == ["echo; python -m worker"]
+
+
+def test_dataflow_client_pieces_the_offline_client_sets():
+    from apache_beam.runners.dataflow.internal import apiclient
+
+    source = inspect.getsource(apiclient.DataflowApplicationClient.__init__)
+    for name in ("standard_options", "google_cloud_options", "_enable_caching",
+                 "_root_staging_location", "environment_version", "_sdk_image_overrides"):
+        assert f"self.{name}" in source, name  # what the offline client sets in its place
+    assert "_FNAPI_ENVIRONMENT_MAJOR_VERSION" in source
+    assert _params(apiclient.DataflowApplicationClient.stage_file_with_retry)[:4] == [
+        "self", "gcs_or_local_path", "file_name", "stream_or_path"]
+
+
+def test_the_offline_dataflow_client_describes_a_job_and_uploads_nothing():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.portability.api import beam_runner_api_pb2
+    from apache_beam.runners.dataflow.internal import apiclient
+    from apache_beam.transforms import environments
+
+    options = PipelineOptions([
+        "--project=p", "--region=us-central1", "--temp_location=gs://a-bucket/tmp",
+        "--staging_location=gs://a-bucket/staging", "--sdk_location=container",
+        "--sdk_harness_container_image_overrides=.*beam_python.*,example.com/beam:x"])
+    p = beam.Pipeline()  # the launcher's own runner: nothing validated online
+    _ = p | beam.Create([1, 2]) | beam.Map(str)
+    job = apiclient.Job(options, p.to_runner_api(
+        default_environment=environments.DockerEnvironment.from_container_image(
+            "apache/beam_python3.11_sdk:2.77.0")))
+    staged = []
+    client = private_apis.offline_dataflow_client(options, "gs://a-bucket/staging",
+                                                  lambda *upload: staged.append(upload))
+    client.create_job_description(job)
+    assert [name for _, name, _ in staged] == ["pipeline.pb"]
+    folder, _, stream = staged[0]
+    assert folder.startswith("gs://a-bucket/staging/")
+    assert beam_runner_api_pb2.Pipeline.FromString(stream.getvalue()) == job.proto_pipeline
+    images = [beam_runner_api_pb2.DockerPayload.FromString(e.payload).container_image
+              for e in job.proto_pipeline.components.environments.values()]
+    assert images == ["example.com/beam:x"]  # the overrides the offline constructor read
+    assert dict(job.proto.environment.version)["major"]
+    with pytest.raises(AssertionError, match="never uploads"):
+        client.stage_file("gs://a-bucket/x", "f", b"")
+
+
+def test_beams_unpickler_reads_what_beam_pickled():
+    from apache_beam.internal import pickler
+
+    fn = beam.Map(lambda x: x + 1).fn
+    assert private_apis.unpickle(pickler.dumps(fn)).process(1) == [2]
+
+
+@pytest.mark.parametrize("path, remote", [("gs://b/sdk.tar.gz", True), ("/tmp/sdk.tar.gz", False),
+                                          ("default", False)])
+def test_the_stagers_remote_paths(path, remote):
+    assert private_apis.is_remote_path(path) is remote
+
+
+# Beam's gs:// credentials look
+
+
+def test_beams_credentials_look_is_replaced_where_its_lock_calls_it(monkeypatch):
+    from apache_beam.internal.gcp import auth
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    assert private_apis.BEAM_AUTH_MODULE == auth.__name__
+    credentials = auth._Credentials
+    assert "cls._get_service_credentials(pipeline_options)" in inspect.getsource(
+        credentials.get_service_credentials)
+    for name in ("_get_service_credentials", "_credentials", "_credentials_init"):
+        monkeypatch.setattr(credentials, name, getattr(credentials, name))  # restored after
+    monkeypatch.setattr(credentials, "_credentials_init", False)
+    asked = []
+    assert private_apis.replace_beam_credentials_look(
+        auth, lambda options: asked.append(options) or "found")
+    options = PipelineOptions([])
+    assert auth.get_service_credentials(options) == "found"
+    assert auth.get_service_credentials(options) == "found" and asked == [options]  # once
+
+
+def test_beams_credentials_look_is_kept_where_beam_changed():
+    import types
+
+    changed = types.SimpleNamespace(_GOOGLE_AUTH_AVAILABLE=True,
+                                    _Credentials=type("C", (), {"_get_service_credentials": 1}))
+    assert not private_apis.replace_beam_credentials_look(changed, print)
+    assert changed._Credentials._get_service_credentials == 1
+
+
+def test_beams_credentials_come_in_its_adapter_impersonating_when_asked():
+    from apache_beam.internal.gcp import auth
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from google.auth import credentials as ga_credentials
+    from google.auth import impersonated_credentials
+
+    plain = ga_credentials.AnonymousCredentials()
+    adapted = private_apis.beam_credentials(plain, PipelineOptions([]))
+    assert isinstance(adapted, auth._ApitoolsCredentialsAdapter)
+    assert adapted.get_google_auth_credentials() is plain
+    adapted = private_apis.beam_credentials(plain, PipelineOptions(
+        ["--impersonate_service_account", "a@p.iam.gserviceaccount.com"]))
+    inner = adapted.get_google_auth_credentials()
+    assert isinstance(inner, impersonated_credentials.Credentials)
+    assert inner.service_account_email == "a@p.iam.gserviceaccount.com"
+
+
+# google-auth
+
+
+def test_google_auths_gce_check_is_replaced_for_the_block_only():
+    from google.auth import _default
+    from google.auth.compute_engine import _metadata
+
+    assert "_metadata.is_on_gce(request=request)" in inspect.getsource(_default)
+    own = _metadata.is_on_gce
+    seen = []
+    with private_apis.gce_check_replaced(lambda request, check: seen.append(check) or True):
+        assert _metadata.is_on_gce(request="r") is True
+    assert _metadata.is_on_gce is own and seen == [own]
+
+
+def test_the_firmware_is_read_and_the_metadata_server_asked_once():
+    import types
+
+    from google.auth import exceptions
+    from google.auth.compute_engine import _metadata
+
+    assert isinstance(private_apis.gce_by_firmware(), bool)  # reads a file, asks no one
+    assert _params(_metadata.ping) == ["request", "timeout", "retry_count"]
+    tried = []
+
+    def refused(**kwargs):  # google-auth's transport, where no metadata server listens
+        tried.append(kwargs["timeout"])
+        raise exceptions.TransportError("connection refused")
+
+    assert private_apis.metadata_server_answers(refused, 0.25) is False
+    assert tried == [0.25]  # one try, for the time given
+
+    def answers(**kwargs):
+        return types.SimpleNamespace(status=200, headers={"metadata-flavor": "Google"})
+
+    assert private_apis.metadata_server_answers(answers, 0.25) is True
+
+
+# TF-Hub
+
+
+def test_tf_hub_marks_and_reads_the_same_attribute():
+    """Read from TF-Hub's sources: importing tensorflow_hub imports all of Keras 2."""
+    import importlib.util
+    from pathlib import Path
+
+    folder = Path(importlib.util.find_spec("tensorflow_hub").submodule_search_locations[0])
+    assert "obj._is_hub_module_v1 = is_hub_module_v1" in (folder / "module_v2.py").read_text()
+    assert 'getattr(self._func, "_is_hub_module_v1", False)' in (
+        folder / "keras_layer.py").read_text()
+    loaded = type("Loaded", (), {})()
+    private_apis.mark_hub_module_v1(loaded, True)
+    assert loaded._is_hub_module_v1 is True
