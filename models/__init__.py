@@ -16,6 +16,8 @@
                       (the Encoder interface's defaults for SavedModel kinds)
     hub_loader.py     loading a handle (URL, gs://, folder) once per process, one clear error
     gcs_copy.py       a gs:// model's local copy in the cache, fetched through Beam's filesystem
+    export_cache.py   the cache folder: presets' exports keyed by the checkpoint's content, its
+                      entries (listed and cleared by `beam-embed cache`)
     tf_import.py      TensorFlow and tensorflow-text's ops without the Keras a run never calls,
                       and without their start-up lines when the command asked for quiet
     warm_up.py        an encoder's load and first call on a background thread
@@ -36,6 +38,6 @@ May import: nothing of `pipeline`; beam_embed.process (the process's tuning, the
 adapter). TensorFlow only where a model is built or run (the encoder kinds' modules, embedder,
 export, accelerators, xla, bert_preprocessor): encoder.py, spec.py, encoder_choices.py,
 encoders/__init__.py, pooling.py, tokens.py, presets.py, cpu.py, fixed_shapes.py,
-export_format.py, tf_import.py, saved_model.py, gcs_copy.py, hub_loader.py and warm_up.py import
-none at module import time.
+export_format.py, tf_import.py, saved_model.py, gcs_copy.py, export_cache.py, hub_loader.py and
+warm_up.py import none at module import time.
 """

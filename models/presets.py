@@ -1,28 +1,27 @@
 """Model presets (configs/models.yaml) resolved to loadable handles.
 
-A preset with `checkpoint` is exported into the cache folder on first use; later runs reuse the
-export. Resolution happens on the launcher, before the pipeline is built: workers only ever see
+A preset with `checkpoint` is exported into the cache folder on first use; later runs, in this
+environment or any other with the same checkpoint, reuse the export (export_cache.py). Resolution happens on the launcher, before the pipeline is built: workers only ever see
 handles.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 import os
-import shutil
 import sys
 
 import yaml
 
-from beam_embed.models.gcs_copy import cache_dir, gs_names, local_copy
+from beam_embed.models.gcs_copy import gs_names, local_copy
 from beam_embed.models.hub_loader import is_remote
 
 
-def _presets_file() -> str:
+def presets_file() -> str:
     """$BEAM_EMBED_PRESETS, else the checkout's configs/models.yaml (editable installs), else the
-    copy setup.py installs under <prefix>/share/beam-embed (plain installs)."""
+    copy setup.py installs under <prefix>/share/beam-embed (plain installs); looked up at each
+    call, so the variable applies whenever it is set."""
     candidates = [os.environ.get("BEAM_EMBED_PRESETS"),
                   os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "configs", "models.yaml"),
@@ -30,7 +29,6 @@ def _presets_file() -> str:
     return next((c for c in candidates if c and os.path.exists(c)), candidates[1])
 
 
-PRESETS_FILE = _presets_file()
 PRESET_KEYS = {"kind", "name", "checkpoint", "encoder", "preprocessor", "pooling", "normalize",
                "max_seq_length", "signature"}
 
@@ -50,7 +48,8 @@ class ModelSpec:
     has_pooler: bool = True
 
 
-def load_presets(path: str = PRESETS_FILE) -> dict[str, dict]:
+def load_presets(path: str | None = None) -> dict[str, dict]:
+    path = path or presets_file()
     with open(path, encoding="utf-8") as f:
         presets = yaml.safe_load(f) or {}
     for name, body in presets.items():
@@ -73,22 +72,10 @@ def checkpoint_folder(checkpoint: str) -> str:
 
 
 def exported(checkpoint: str, name: str) -> str:
-    """The export of a checkpoint folder in the cache, made on first use."""
-    from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE
+    """The export of a checkpoint preset in the cache, made on first use (export_cache.py)."""
+    from beam_embed.models.export_cache import exported as cached_export
 
-    folder = checkpoint_folder(checkpoint)
-    key = hashlib.sha256(f"{os.path.abspath(folder)}|{FORMAT_VERSION}".encode()).hexdigest()[:12]
-    out = os.path.join(cache_dir(), f"{name}-{key}")
-    if not os.path.exists(os.path.join(out, METADATA_FILE)):
-        from beam_embed.models.export.convert import export_checkpoint
-
-        tmp = f"{out}.partial-{os.getpid()}"
-        export_checkpoint(folder, tmp, name=name)
-        if os.path.exists(out):  # another process finished the same export first
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, out)
-    return out
+    return cached_export(checkpoint_folder(checkpoint), name)
 
 
 def from_export(folder: str, name: str | None = None) -> ModelSpec:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -13,6 +14,19 @@ from tests.dask_cluster import dask_cluster  # noqa: F401 - the session's loopba
 from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def pytest_configure(config):
+    """The suite's model cache, never the user's ~/.cache/beam-embed: pytest's own cache folder
+    (one per checkout, ignored by git, emptied by `pytest --cache-clear`), so the MiniLM
+    preset is exported once, not once a session; exports are keyed by the checkpoint's
+    content, so a kept one stays right. Tests of the first export use a cache of their own."""
+    if getattr(config, "cache", None):
+        cache = str(config.cache.mkdir("beam-embed-cache"))
+    else:  # -p no:cacheprovider: a temporary folder, removed when the session ends
+        cache = tempfile.mkdtemp(prefix="beam-embed-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    os.environ["BEAM_EMBED_CACHE"] = cache
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -15,12 +15,13 @@ FOLLOW_UPS = sorted(set(COMMANDS) - {"run"})
 # Enough positionals and required flags for each command's parser to accept.
 MINIMAL = {"pca": ["--input", "in", "--output", "out"], "search": ["out", "a query"],
            "eval": [], "tokens": ["a text", "--model", "m"],
-           "similarity": ["a sentence", "--words", "a"], "export-model": ["src", "out"]}
+           "similarity": ["a sentence", "--words", "a"], "export-model": ["src", "out"],
+           "cache": ["list"]}
 MISSPELLED = {  # command -> (bad flag, what the hint names)
     "run": ("--poolin", "--pooling"), "pca": ("--colr-by", "--color-by"),
     "search": ("--max-char", "--max-chars"), "eval": ("--triplet", "--triplets"),
     "tokens": ("--jsn", "--json"), "similarity": ("--word", "--words"),
-    "export-model": ("--nme", "--name"),
+    "export-model": ("--nme", "--name"), "cache": ("--verbos", "--verbose"),
 }
 
 

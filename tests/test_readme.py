@@ -5,11 +5,15 @@ repository."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
+import json
 import os
 import re
 import shlex
 
+import numpy as np
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
@@ -47,15 +51,34 @@ def snippets() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory):
-    """A fresh folder after `make run`: the sample corpus embedded with the default model."""
+def first_run(tmp_path_factory):
+    """A fresh folder after `make run` (the sample corpus embedded with the default model, the
+    model exported on first use), and what that run printed on stderr."""
     folder = tmp_path_factory.mktemp("clone")
     patch = pytest.MonkeyPatch()
     patch.chdir(folder)
-    patch.setenv("BEAM_EMBED_CACHE", str(folder / "cache"))  # MiniLM exported on first use
-    assert cli(make_run()) == 0
-    yield folder
+    patch.setenv("BEAM_EMBED_CACHE", str(folder / "cache"))  # as on a fresh machine
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed):
+        assert cli(make_run()) == 0
+    yield folder, printed.getvalue()
     patch.undo()
+
+
+@pytest.fixture(scope="module")
+def clone(first_run):
+    return first_run[0]
+
+
+def test_the_first_run_says_what_it_does_from_its_first_line(first_run):
+    """The one-time export says what it does and how long it took, then the run names its
+    input's id and metadata fields, found by default."""
+    lines = [x.split("] ", 1)[1] for x in first_run[1].splitlines() if x.startswith("[beam-")]
+    assert lines[0].startswith("exporting all-MiniLM-L6-v2 from ") and "once" in lines[0]
+    assert re.fullmatch(r"exported all-MiniLM-L6-v2 in [\d.]+s \(\d+ MB\)", lines[1])
+    assert lines[2].startswith("embedding 1 file(s) with all-MiniLM-L6-v2 (poolings mean) into "
+                               "output/embeddings; ids from field 'id' (--id_field names "
+                               "another), metadata columns topic (the input's fields;")
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +107,7 @@ def test_offline_commands_run_as_written(clone, capsys):
         assert "Traceback" not in out[command].err, command
     assert (clone / "output" / "viz" / "plot.html").stat().st_size > 0
     assert (clone / "output" / "viz" / "plot.png").stat().st_size > 0
+    assert not (clone / "output" / "sample" / "pairs.tsv").exists()  # eval writes nothing here
     by_name = {}  # each command's first use: the five minutes' block
     for command, captured in out.items():
         by_name.setdefault(shlex.split(command)[1], captured.out)
@@ -135,6 +159,90 @@ def test_the_python_api_examples_run_as_written(clone, capsys, monkeypatch):
                           "'truncated']\n")
     first, tokens = printed[4].splitlines()
     assert first.startswith("(2, 384) 0.") and tokens.startswith("[('The', ['the']), ('BRCA1', ")
+
+
+DTYPES = ["float32", "float16", "int8", "binary"]
+TEXTS = ["the cat sat on the mat", "a dog ran", "the river bank", "money is big", "play",
+         "the bank is big and the river is small", "a cat and a dog", "the small mat"]
+
+
+@pytest.fixture(scope="module")
+def dtype_corpus(tmp_path_factory) -> str:
+    """The user's own JSONL: ids and a metadata field, found by default."""
+    folder = tmp_path_factory.mktemp("dtype_corpus")
+    return write_lines(str(folder / "c.jsonl"), [
+        json.dumps({"id": f"t{i}", "text": t, "topic": "animals" if i % 2 else "things"})
+        for i, t in enumerate(TEXTS)])
+
+
+@pytest.fixture(scope="module", params=DTYPES)
+def dtype_run(request, dtype_corpus, tiny_export, tmp_path_factory):
+    """(folder holding output/embeddings, its manifest) of a run storing `dtype` vectors."""
+    folder = tmp_path_factory.mktemp(request.param)
+    manifest = run_job(str(folder / "output" / "embeddings"), "--input", dtype_corpus,
+                       "--model", tiny_export, "--pooling", "mean",
+                       "--vector_dtype", request.param)
+    assert manifest.get("vector_dtype", "float32") == request.param
+    assert manifest["metadata_columns"] == ["topic"]
+    return folder, manifest
+
+
+@pytest.fixture(scope="module")
+def exact(dtype_corpus, tiny_export, tmp_path_factory) -> dict:
+    """Each record's float32 vector, from a float32 run's Parquet read by the tests' reader."""
+    out = str(tmp_path_factory.mktemp("exact") / "out")
+    run_job(out, "--input", dtype_corpus, "--model", tiny_export, "--pooling", "mean")
+    return {rid: np.asarray(row["mean"], np.float32) for rid, row in parquet_rows(out).items()}
+
+
+def _close_to_exact(got, ids, exact: dict, manifest: dict) -> None:
+    """`got` [records, width] matches the float32 vectors as its dtype stores them."""
+    want = np.stack([exact[i] for i in ids])
+    dtype = manifest.get("vector_dtype", "float32")
+    assert got.dtype == np.float32 and got.shape == want.shape
+    if dtype == "binary":  # the signs, as +1/-1
+        np.testing.assert_array_equal(got, np.where(want > 0, 1.0, -1.0))
+    elif dtype == "int8":  # within half a step of its dimension's calibrated range
+        step = np.float32(manifest["poolings"][0]["scale"])
+        assert (np.abs(got - want) <= step / 2 + 1e-5).all()
+    else:
+        tolerance = {"float32": 1e-6, "float16": 1e-3 * np.abs(want).max()}[dtype]
+        np.testing.assert_allclose(got, want, atol=tolerance, rtol=0)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_reading_the_output_snippets_decode_every_dtype(index, dtype_run, exact, capsys,
+                                                         monkeypatch):
+    folder, manifest = dtype_run
+    monkeypatch.chdir(folder)
+    scope = {}
+    exec(compile(snippets()[index], f"README snippet {index}", "exec"), scope)
+    printed = capsys.readouterr().out
+    if index == 0:  # pandas
+        assert "topic" in printed and f"({len(TEXTS)}, 8)" in printed
+        _close_to_exact(scope["vectors"], list(scope["df"]["id"]), exact, manifest)
+    elif index == 1:  # DuckDB: the cosines of the vectors as stored, by another decoder
+        import pyarrow.parquet as pq
+
+        from beam_embed.pipeline.common.embedding_set import load_embedding_set
+        from beam_embed.pipeline.common.vector_dtypes import read_back
+
+        es = load_embedding_set("output/embeddings")
+        pooling, table = es.poolings[0], pq.read_table(list(es.files["parquet"]))
+        stored = dict(zip(table["id"].to_pylist(),
+                          read_back(table[pooling.column], pooling.stored(), pooling.column)))
+        unit = {i: v / np.linalg.norm(v) for i, v in stored.items()}
+        first = min(unit)
+        scores = sorted((float(unit[first] @ v) for v in unit.values()), reverse=True)[:3]
+        rows = scope["rows"]  # the top three (ties in either order: 8 signs often tie)
+        assert len(rows) == 3 and rows[0][2] == pytest.approx(1.0, abs=1e-5)
+        np.testing.assert_allclose([r[2] for r in rows], scores, atol=1e-5)
+        np.testing.assert_allclose([r[2] for r in rows], [unit[first] @ unit[r[0]] for r in rows],
+                                   atol=1e-5)
+    else:  # tf.data
+        batch = scope["batch"]
+        ids = [i.decode() for i in batch["id"].numpy()]
+        _close_to_exact(batch["mean"].numpy(), ids, exact, manifest)
 
 
 def test_docs_point_at_nothing_outside_the_repository():

@@ -17,11 +17,13 @@ import os
 import sys
 import warnings
 
-from beam_embed.process.log import is_verbose, set_verbose
+from beam_embed.process.log import is_verbose, set_verbose, show_as_own
 
 # TF_CPP_MIN_LOG_LEVEL 3 also drops "failed call to cuInit" (an ERROR line on every machine
 # without a GPU); real failures still reach the user as Python exceptions.
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
+# The models layer's lines meant for the user (what a first use exports, and how long it took).
+NOTICE_LOGGERS = ("beam_embed.models.export_cache",)
 QUIET_LOGGERS = ("tensorflow", "absl", "tf_keras", "keras", "h5py")
 # Known harmless lines that libraries log, in the launcher or forwarded from local worker
 # processes. Beam 2.77's RunInference imports `resource` together with a module that needs
@@ -49,6 +51,8 @@ def quiet_libraries(verbose: bool, keep_levels: bool = False) -> None:
     `keep_levels`: a library logger that has a level of its own keeps it (the Python API runs
     inside a user's logging set-up)."""
     set_verbose(verbose)
+    for name in NOTICE_LOGGERS:
+        show_as_own(name)
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
         return

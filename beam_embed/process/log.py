@@ -3,6 +3,7 @@ and whether the user asked for the libraries' lines as well (-v, BEAM_EMBED_VERB
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -34,3 +35,19 @@ def quiet_asked() -> bool:
     worker processes inherit the environment); False where none ran (a library caller that set
     nothing up, a Dataflow worker)."""
     return os.environ.get(VERBOSE_ENV) == "0"
+
+
+class _ToolLines(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        log(record.getMessage())
+
+
+def show_as_own(name: str) -> None:
+    """The INFO lines of logger `name` shown as the tool's own: how the models layer, which
+    imports nothing of the commands', tells the user what it is doing (a model's one-time
+    export)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(h, _ToolLines) for h in logger.handlers):
+        logger.addHandler(_ToolLines())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

@@ -4,7 +4,8 @@ A field made by `setting(default, help=..., choices=..., check=...)` carries its
 also spelled `--name-with-dashes`; `--no-name` too for a boolean whose default is true or unset),
 its help, the values it takes and its check in its metadata; its type annotation says what a
 value is (`int | None`: an integer or unset; `tuple[str, ...]`: comma-separated on the command
-line, a list in a config file or from Python). `add_flags` puts the fields on an argparse parser
+line, a list in a config file or from Python; `tuple[str, ...] | None`: such a list or unset, the
+empty list given as ''). `add_flags` puts the fields on an argparse parser
 or group, and constructing the dataclass (`Settings.__post_init__`) normalizes and checks every
 field, so a Python caller, a command line and a config file go through one check, and a bad value
 is a ValueError naming it and what is expected.
@@ -114,10 +115,10 @@ def _check_choices(name: str, value, allowed: tuple[str, ...], many: bool) -> No
 
 
 def _normal(name: str, value, declared: Declared, kind: Kind):
+    if value is None and kind.optional:  # unset, for a list too (`''` is the empty list)
+        return None
     if kind.many:
         value = _items(name, value, declared.repeat)
-    elif value is None and kind.optional:
-        return None
     else:
         value = _typed(name, value, kind.base)
     if declared.tidy is not None:
@@ -171,8 +172,8 @@ def add_flags(parser, cls) -> list[argparse.Action]:
                                 else argparse.BooleanOptionalAction)
         elif declared.repeat:
             kwargs.update(action="append", default=None)
-        elif kind.many:
-            kwargs["default"] = ",".join(f.default or ())
+        elif kind.many and f.default is not None:
+            kwargs["default"] = ",".join(f.default)
         elif kind.base in (int, float):
             kwargs["type"] = kind.base
         if declared.metavar:

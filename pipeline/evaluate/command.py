@@ -25,7 +25,7 @@ from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
-from beam_embed.pipeline.evaluate.sample_pairs import SAMPLE_PAIRS, write_sample_pairs
+from beam_embed.pipeline.evaluate.sample_pairs import sample_dataset
 from beam_embed.process.log import log
 
 DEFAULT_MODEL = "minilm"
@@ -36,8 +36,8 @@ PROG = "beam-embed eval"
 def parser() -> CommandParser:
     p = CommandParser(PROG, __doc__.split("\n\n")[0])
     p.add_argument("--pairs", help="TSV of scored pairs (score, sentence1, sentence2; or the "
-                                   "STS Benchmark layout). Default, without --triplets: the "
-                                   f"sample pairs, written to {SAMPLE_PAIRS}")
+                                   "STS Benchmark layout). Default, without --triplets: 300 "
+                                   "sample pairs made from the sample corpus's topics")
     p.add_argument("--triplets", help="TSV of query, positive, negative")
     p.add_argument("--model", action="append",
                    help="a preset, an export-model folder or a SavedModel (folder or TF-Hub "
@@ -120,10 +120,9 @@ def format_table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else list(argv))
-        if not args.pairs and not args.triplets:
-            args.pairs = write_sample_pairs()
         datasets = ([read_pairs(args.pairs)] if args.pairs else []) + \
-                   ([read_triplets(args.triplets)] if args.triplets else [])
+                   ([read_triplets(args.triplets)] if args.triplets else []) or \
+                   [sample_dataset()]
         poolings = tuple(p.strip() for p in (args.pooling or "").split(",") if p.strip())
         import_tensorflow()
         from beam_embed.pipeline.evaluate.embed import candidate

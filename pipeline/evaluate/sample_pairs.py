@@ -13,8 +13,10 @@ import os
 import random
 
 from beam_embed.pipeline.common.sample_corpus import TOPICS
+from beam_embed.pipeline.evaluate.data import Pairs
 
 SAMPLE_PAIRS = os.path.join("output", "sample", "pairs.tsv")
+SAMPLE_NAME = "(the sample pairs)"  # what `eval`'s rows name as their file
 PARTS = 4
 
 
@@ -41,6 +43,13 @@ def pairs(n: int = 300, seed: int = 11) -> list[tuple[int, str, str]]:
         out.append((score, " ".join(first), " ".join(second)))
     rng.shuffle(out)
     return out
+
+
+def sample_dataset() -> Pairs:
+    """The sample pairs as `eval` scores them without --pairs: made in memory, so a quick check
+    writes nothing into the folder it runs from."""
+    scores, first, second = zip(*pairs())
+    return Pairs(SAMPLE_NAME, "pairs", tuple(map(float, scores)), first, second)
 
 
 def write_sample_pairs(path: str = SAMPLE_PAIRS) -> str:

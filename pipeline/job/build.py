@@ -108,18 +108,20 @@ def manifest_base(run) -> JobManifest:
     )
 
 
-def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True) -> None:
+def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
+                   expected: float = 0.0) -> None:
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
     sink steps around it (beam_embed.pipeline.common.bundle_write): the manifest names the shards.
     `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
-    (beam_embed.pipeline.job.calibration; (): float32) and --reuse's previous run."""
+    (beam_embed.pipeline.job.calibration; (): float32) and --reuse's previous run. `expected`:
+    the records the input is expected to hold, for the progress lines (0: unknown)."""
     s, files = run.settings, run.files
     corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
                                             s.split, spread, ids=bool(s.id_field))
     embed = EmbedRecords(run.encoder, s.batch_tokens, s.max_batch_size, s.progress_every,
-                         share_bytes=sum(size for _, size in files) / max(workers, 1))
+                         share=expected / max(workers, 1))
     incremental = count_names(s.dedupe, run.previous)
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
         embed = EmbedDistinct(embed, s.dedupe, run.previous)

@@ -73,27 +73,29 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         run = resolve(settings, options, spec)  # the model's spec
         check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
         run.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
-        from beam_embed.pipeline.job.sources import check_columns, expand_inputs
+        from beam_embed.pipeline.job.input_fields import with_input_fields
+        from beam_embed.pipeline.job.sources import expand_inputs
 
         run = dataclasses.replace(run, files=tuple(expand_inputs(list(run.settings.input))))
         if is_dask(options):  # a cluster's workers do not share this working folder
             run = dataclasses.replace(run, files=tuple(
                 (cluster_path(path), size) for path, size in run.files)).writing_to(
                 cluster_path(run.output))
-        # Parquet footers, CSV headers
-        check_columns(list(run.files), run.settings.input_format, run.fields())
+        run = with_input_fields(run, run.files)  # checked, and decided where the flags leave them
         created = make_folder(run.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
-    code = claimed_run(options, run, argv)
+    code = claimed_run(options, run, argv, settings)
     if code == exits.BAD_CONFIG and created and not is_remote(run.output) \
             and not os.listdir(run.output):  # a refused run leaves nothing behind
         os.rmdir(run.output)
     return code
 
 
-def claimed_run(options, run, argv: list[str]) -> int:
-    """The run, holding the output folder's claim from its last check to the swap."""
+def claimed_run(options, run, argv: list[str], given=None) -> int:
+    """The run, holding the output folder's claim from its last check to the swap. `given`:
+    the settings as the user gave them, before the input decided what they left unset (the
+    run's first line says which were decided)."""
     from beam_embed.pipeline.common.claim import claim_output
     from beam_embed.pipeline.common.manifest import JOB
     from beam_embed.pipeline.common.staging import (
@@ -105,9 +107,11 @@ def claimed_run(options, run, argv: list[str]) -> int:
         remove_leftovers,
         staging_folder,
     )
+    from beam_embed.pipeline.job.input_fields import fields_note
     from beam_embed.pipeline.job.resolved import check_model_limits, workers_run_here
 
     settings = run.settings
+    given = settings if given is None else given
     with unwound_on_sigterm() as stopped, \
             claim_output(run.output, settings.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
@@ -132,7 +136,8 @@ def claimed_run(options, run, argv: list[str]) -> int:
             log(f"removed {path}, left by a run that did not finish")
         staging = staging_folder(run.output, claim.run_id)
         log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
-            f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}")
+            f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
+            f"{fields_note(given, run.settings)}")
         try:
             make_staging(run.output, claim.run_id)
             execute(options, run.writing_to(staging))
@@ -194,8 +199,13 @@ def execute(options, run) -> None:
     runner = runner_for(options)  # None (Dataflow, ...) and Dask's spread work over workers
     one_worker = runner is not None and not is_dask(options) and \
         direct.direct_running_mode == "in_memory" and workers == 1
+    from beam_embed.pipeline.job.input_size import expected_records
+
+    # --reuse copies most rows' vectors without the encoder: its records are no measure there
+    expected = 0.0 if run.previous is not None else expected_records(run.settings, run.fields(),
+                                                                     run.files)
     with beam.Pipeline(runner=runner, options=options) as p:
-        build_pipeline(p, run, workers, spread=not one_worker)
+        build_pipeline(p, run, workers, spread=not one_worker, expected=expected)
     if is_dask(options):  # a lost worker's steps ran again: their output must add up
         from beam_embed.pipeline.job.complete import check_rows
 

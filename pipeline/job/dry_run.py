@@ -1,4 +1,5 @@
-"""`beam-embed run ... --dry-run --job-file PATH`: the job as it would run, described, not run.
+"""`beam-embed run ... --dry-run [--job-file PATH]`: the job as it would run, described (in the
+file, else on stdout), not run.
 
 The same `build_pipeline` as a real run, for the runner in `--runner` (Dataflow included),
 offline: no credentials, no network, nothing submitted or uploaded. What a real launch does on
@@ -7,7 +8,8 @@ the launcher and a dry run does instead:
 - a remote model (`gs://`, URL) is not read: its export layout (`encoder/`, `preprocessor/`) is
   assumed, `--pooling` and `--normalize` must be given, widths are left unknown (0); a local
   model is loaded once, as in a real run, which checks it and learns the widths;
-- remote input patterns are not matched (local ones are); the output is not touched;
+- remote input patterns are not matched (local ones are, and their fields read and checked as a
+  run's are: beam_embed.pipeline.job.input_fields); the output is not touched;
 - Dataflow's job is built by `beam_embed.pipeline.job.dataflow.offline` from Beam's own pieces;
 - the staged sdist is checked to hold every module the steps import
   (`beam_embed.pipeline.job.dataflow.shipping`).
@@ -29,6 +31,7 @@ from beam_embed.pipeline.job.dataflow.checks import launch_warnings
 from beam_embed.pipeline.job.dataflow.describe import describe
 from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions
 from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
+from beam_embed.pipeline.job.input_fields import with_input_fields
 from beam_embed.pipeline.job.resolved import resolve
 from beam_embed.pipeline.job.reuse import unread_previous
 from beam_embed.pipeline.job.settings import RunSettings
@@ -98,11 +101,12 @@ def _launcher_package_dirs() -> list[str]:
 
 
 def dry_run(settings: RunSettings, options) -> int:
-    """Builds the job for --runner, checks it serializes and ships, writes --job-file."""
+    """Builds the job for --runner, checks it serializes and ships, writes its description to
+    --job-file, or to stdout without one."""
     job_file = options.view_as(DryRunOptions).job_file
-    if not job_file or is_remote(job_file):
-        raise ValueError(f"--dry-run needs --job-file PATH, a local file for the job "
-                         f"description (got {job_file!r})")
+    if job_file and is_remote(job_file):
+        raise ValueError(f"--job-file {job_file!r} is not a local file; expected a local path "
+                         "for the job description, or no --job-file to print it")
     settings, remote_name = use_remote_export(settings)
     refuse_remote_recognition(settings)
     run = resolve(settings, options)
@@ -117,6 +121,7 @@ def dry_run(settings: RunSettings, options) -> int:
     widths = probe_widths(run, on_host=True) if loaded else unprobed_widths(run)
     files, inputs = offline_inputs(settings.input)
     run = dataclasses.replace(run, files=tuple(files), widths=widths)
+    run = with_input_fields(run, [f for f in files if not is_remote(f[0])])  # local files only
     run = dataclasses.replace(run, stored=vector_storage(run, calibrate=False))
     if settings.reuse:  # described, not read: the run checks and reads it
         run = dataclasses.replace(run, previous=unread_previous(settings.reuse, widths))
@@ -133,13 +138,17 @@ def dry_run(settings: RunSettings, options) -> int:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
     description = describe(options, proto, job, staged, model=model_section(run, widths, loaded),
                            inputs=inputs, output=run.output, checks=checks, warnings=warnings)
-    os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
-    with open(job_file, "w", encoding="utf-8") as f:
-        json.dump(description, f, indent=2, default=str)
+    text = json.dumps(description, indent=2, default=str)
+    if job_file:
+        os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
+        with open(job_file, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:  # the description is the dry run's output, as a dry run's is
+        print(text, flush=True)
     for w in warnings:
         log(f"warning: {w}")
     w = description["worker"]
     log(f"dry run: {len(description['steps'])} steps for {description['runner']}"
         + (f", image {w['container_image']}, accelerator {w['accelerator']}" if dataflow else "")
-        + f"; nothing was submitted -> {job_file}")
+        + f"; nothing was submitted -> {job_file or 'stdout'}")
     return 0

@@ -37,18 +37,18 @@ def estimated_tokens(record: Record) -> int:
 
 
 class _Progress:
-    """Progress lines on stderr. The ETA compares the text bytes this worker embedded with its
-    share of the input's bytes: an estimate (markup in JSON/CSV makes it pessimistic)."""
+    """Progress lines on stderr. The percentage compares the records (input rows) this worker
+    embedded with its share of the records the launcher expects the input to hold
+    (beam_embed.pipeline.job.input_size): an estimate, left out when there is none."""
 
-    def __init__(self, every_s: float, share_bytes: float):
+    def __init__(self, every_s: float, share: float):
         self._every = every_s
-        self._share = share_bytes
+        self._share = share
         self._start = self._last = time.monotonic()
-        self._done = self._bytes = 0
+        self._done = 0
 
     def add(self, records: list[Record]) -> None:
-        self._done += len(records)
-        self._bytes += sum(len(r.text.encode("utf-8")) for r in records)
+        self._done += sum(len(r.rows()) for r in records)  # --dedupe: each text's rows
         now = time.monotonic()
         if self._every <= 0 or now - self._last < self._every:
             return
@@ -56,7 +56,7 @@ class _Progress:
         elapsed = max(now - self._start, 1e-9)
         line = f"worker {os.getpid()}: {self._done} records embedded, {self._done / elapsed:.0f}/s"
         if self._share > 0:
-            fraction = min(self._bytes / self._share, 1.0)
+            fraction = min(self._done / self._share, 1.0)
             eta = elapsed * (1 - fraction) / max(fraction, 1e-9)
             line += f", ~{100 * fraction:.0f}% of input, ETA ~{eta:.0f}s"
         log(line)
@@ -111,11 +111,11 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
     tag) are encoded at once."""
 
     def __init__(self, spec: EncoderSpec, progress_every_s: float = 5.0,
-                 share_bytes: float = 0.0, in_flight: int = 2):
+                 share: float = 0.0, in_flight: int = 2):
         super().__init__()
         self._spec = spec
         self._progress_every = progress_every_s
-        self._share_bytes = share_bytes
+        self._share = share  # the records this worker is expected to embed (0: unknown)
         self._in_flight = max(1, in_flight)
         self._progress = None
         self._pending = collections.deque()  # (BundleBatch, Future), oldest first
@@ -139,7 +139,7 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
 
     def run_inference(self, batch, model, inference_args=None):
         if self._progress is None:
-            self._progress = _Progress(self._progress_every, self._share_bytes)
+            self._progress = _Progress(self._progress_every, self._share)
         outputs = []
         for item in batch:
             if isinstance(item, BundleEnd):
@@ -235,9 +235,9 @@ class EmbedRecords(beam.PTransform):
     """Outputs `batches` (EmbeddedBatch) and `dead` (records the encoder could not take)."""
 
     def __init__(self, spec: EncoderSpec, batch_tokens: int = 16384, max_batch_size: int = 512,
-                 progress_every_s: float = 5.0, share_bytes: float = 0.0):
+                 progress_every_s: float = 5.0, share: float = 0.0):
         super().__init__()
-        self._share_bytes = share_bytes
+        self._share = share
         self._spec = spec
         self._batch_tokens = batch_tokens
         self._max_batch_size = max_batch_size
@@ -250,6 +250,6 @@ class EmbedRecords(beam.PTransform):
                        max_batch_weight=self._batch_tokens, element_size_fn=estimated_tokens)
                    | "TagBundles" >> beam.ParDo(_TagBundles())
                    | "RunInference" >> RunInference(
-                       EncoderHandler(self._spec, self._progress, self._share_bytes))
+                       EncoderHandler(self._spec, self._progress, self._share))
                    | "SplitResults" >> beam.ParDo(_Split()).with_outputs("dead", main="batches"))
         return {"batches": results.batches, "dead": results.dead}

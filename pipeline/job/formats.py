@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 import io
+import itertools
 import json
 from collections.abc import Callable, Iterator
 
@@ -21,6 +23,7 @@ EXTENSIONS = {".txt": "text", ".text": "text", ".jsonl": "jsonl", ".ndjson": "js
               ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet",
               ".tfrecord": "tfrecord", ".tfrecords": "tfrecord"}
 LINE_FORMATS = ("text", "jsonl", "csv", "tsv")  # where "line N" locates a record
+FIRST_RECORDS = 100  # a JSONL or TFRecord file's fields: those of its first records
 
 
 def detect_format(path: str) -> str:
@@ -36,11 +39,11 @@ def detect_format(path: str) -> str:
 class Fields:
     """Which fields hold the text, the id and the carried metadata; and the size limit."""
 
-    def __init__(self, text_field: str, id_field: str | None, metadata_fields: tuple[str, ...],
-                 max_text_bytes: int):
+    def __init__(self, text_field: str, id_field: str | None,
+                 metadata_fields: tuple[str, ...] | None, max_text_bytes: int):
         self.text = text_field
         self.id = id_field
-        self.meta = metadata_fields
+        self.meta = tuple(metadata_fields or ())  # None: not decided yet (input_fields.py)
         self.max_bytes = max_text_bytes
 
     def record(self, path: str, n: int, row: dict) -> Item:
@@ -62,8 +65,7 @@ class Fields:
         if not isinstance(text, str):
             return DeadLetter.of(rid, path, f"text field {self.text!r} is {type(text).__name__}, "
                                  "not a string", str(text))
-        return self.checked(rid, path, text, tuple(
-            (k, None if row.get(k) is None else _str(row.get(k))) for k in self.meta))
+        return self.checked(rid, path, text, tuple((k, _meta(row.get(k))) for k in self.meta))
 
     def checked(self, rid: str, path: str, text: str, meta=()) -> Item:
         try:  # a text without surrogates encodes strictly: no character needs scanning
@@ -81,24 +83,50 @@ class Fields:
                                  text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
         return Record(id=rid, text=text, source=path, meta=meta)
 
-    def absent(self, columns: list[str]) -> str | None:
-        """What a file with these columns lacks: "--text_field 'body' is not a column", or
-        None when it has every column the job reads."""
-        names = set(columns)
+    def absent(self, found: FileFields) -> str | None:
+        """What a file lacks of the fields the job reads: "--text_field 'body' is not a column"
+        ("... a field" when `found` is a file's first records), or None. A field that only
+        some records hold may be missing from the first ones: a metadata field is looked for
+        in the schema formats only (and across all the files by input_fields.py)."""
+        names, what = set(found.names), "field" if found.sampled else "column"
         if self.text not in names:
-            return f"--text_field {self.text!r} is not a column"
+            return f"--text_field {self.text!r} is not a {what}"
         if self.id and self.id not in names:
-            return f"--id_field {self.id!r} is not a column"
-        missing = [m for m in self.meta if m not in names]
+            return f"--id_field {self.id!r} is not a {what}"
+        missing = [] if found.sampled else [m for m in self.meta if m not in names]
         if len(missing) == 1:
-            return f"--metadata_fields {missing[0]!r} is not a column"
+            return f"--metadata_fields {missing[0]!r} is not a {what}"
         if missing:
-            return f"--metadata_fields {', '.join(map(repr, missing))} are not columns"
+            return f"--metadata_fields {', '.join(map(repr, missing))} are not {what}s"
         return None
+
+
+@dataclasses.dataclass(frozen=True)
+class FileFields:
+    """The fields of one input file, in order: its schema (a Parquet footer, a CSV header), or
+    those of its first `sampled` records (JSONL, TFRecord). `scalar`: those holding single
+    values (text, numbers, booleans), the ones a run carries as metadata by default."""
+
+    names: tuple[str, ...]
+    scalar: tuple[str, ...]
+    sampled: int = 0
+
+    def where(self, path: str) -> str:
+        return f"the first {self.sampled} records of {path}" if self.sampled else path
 
 
 def _str(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _meta(value) -> str | None:
+    """A metadata value as its column holds it (every metadata column is a string column): a
+    list or an object, which a field may hold in some records only, as its JSON text."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, default=_str)
+    return _str(value)
 
 
 def _lines(f) -> Iterator[tuple[int, bytes]]:
@@ -197,41 +225,108 @@ def read_parquet(path: str, f, fields: Fields) -> Iterator[Item]:
             yield fields.record(path, n, row)
 
 
-def parquet_columns(f) -> list[str]:
+def parquet_fields(path: str, f) -> FileFields:
     """From the file's footer: no row is read."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(f).schema_arrow.names
+    schema = pq.ParquetFile(f).schema_arrow
+    single = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
+              pa.types.is_floating, pa.types.is_boolean, pa.types.is_decimal,
+              pa.types.is_temporal)
+    return FileFields(tuple(schema.names), tuple(
+        field.name for field in schema if any(test(field.type) for test in single)))
 
 
-def read_tfrecord(path: str, f, fields: Fields) -> Iterator[Item]:
+def _single(value) -> bool:
+    """A value a metadata column holds as it is: not a list or an object, and not bytes that
+    are not UTF-8 text (a stored vector, say)."""
+    if isinstance(value, bytes):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+    return not isinstance(value, (list, tuple, dict))
+
+
+def _sampled(rows: list[dict]) -> FileFields | None:
+    """The fields of a file's first records, scalar when every record's value is single (null
+    is no value); None when no record could be read."""
+    if not rows:
+        return None
+    names = tuple(dict.fromkeys(k for row in rows for k in row))
+    plural = {k for row in rows for k, v in row.items() if not _single(v)}
+    return FileFields(names, tuple(n for n in names if n not in plural), len(rows))
+
+
+def jsonl_fields(path: str, f) -> FileFields | None:
+    """The fields of the objects among the first records (non-blank lines); malformed ones are
+    passed over (the run reports them as dead letters)."""
+    rows = []
+    lines = (raw for _, raw in _lines(f) if raw.strip())
+    for raw in itertools.islice(lines, FIRST_RECORDS):
+        try:
+            row = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return _sampled(rows)
+
+
+def tfrecord_fields(path: str, f) -> FileFields | None:
+    """The features of the first Examples (a feature with several values is not scalar)."""
+    rows = []
+    try:
+        for item in itertools.islice(read_tfrecord(path, f, None, raw=True), FIRST_RECORDS):
+            if isinstance(item, dict):
+                rows.append(item)
+    except DamagedFile:
+        pass  # what was read before the damage still says which fields there are
+    return _sampled(rows)
+
+
+def read_tfrecord(path: str, f, fields: Fields, raw: bool = False) -> Iterator[Item]:
     """tf.data reads the framing (CRC-checked, gzip by extension, gs:// through TF); a file
-    that breaks off ends in one INCOMPLETE dead letter."""
+    that breaks off ends in one INCOMPLETE dead letter. `raw`: each Example's features as a
+    row (a feature's one value, a list of several, None for none), not as a Record."""
     import tensorflow as tf
 
     n = 0
     try:
-        for raw in read_records(path):
+        for record in read_records(path):
             n += 1
             try:
-                example = tf.train.Example.FromString(raw)
+                example = tf.train.Example.FromString(record)
             except Exception as e:  # protobuf's DecodeError has no stable import path
                 yield DeadLetter.of(f"{path}:{n}", path, f"record is not a tf.train.Example ({e})")
                 continue
             row = {}
-            for key, feature in example.features.feature.items():
+            for key, feature in sorted(example.features.feature.items()):  # a map: no order
                 kind = feature.WhichOneof("kind")
                 values = list(getattr(feature, kind).value) if kind else []
                 row[key] = values[0] if len(values) == 1 else (values or None)
-            yield fields.record(path, n, row)
+            yield row if raw else fields.record(path, n, row)
     except DamagedFile as e:
+        if raw:
+            raise
         yield DeadLetter.of(path, path, f"the file {e.what}; the rest of the file was lost",
                             kind=INCOMPLETE)
 
 
-# The formats whose columns are known before any record is read (sources.check_columns).
-COLUMNS: dict[str, Callable[[object], list[str] | None]] = {
-    "parquet": parquet_columns, "csv": lambda f: _header(f, ","), "tsv": lambda f: _header(f, "\t"),
+def _delimited_fields(delimiter: str):
+    def read(path: str, f) -> FileFields | None:
+        header = _header(f, delimiter)
+        return None if header is None else FileFields(tuple(header), tuple(header))
+    return read
+
+
+# Each format's fields, read before the run (sources.check_columns): the schema of Parquet and
+# CSV/TSV files, the first records of JSONL and TFRecord files; None when they cannot be read.
+FIELDS: dict[str, Callable[[str, object], FileFields | None]] = {
+    "parquet": parquet_fields, "csv": _delimited_fields(","), "tsv": _delimited_fields("\t"),
+    "jsonl": jsonl_fields, "tfrecord": tfrecord_fields,
 }
 
 READERS: dict[str, Callable[[str, object, Fields], Iterator[Item]]] = {

@@ -119,13 +119,12 @@ def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
 
 
 def with_default_input(settings: RunSettings) -> RunSettings:
-    """Without --input the bundled sample corpus (and its id/topic fields) is the input."""
+    """Without --input the bundled sample corpus is the input (its id and topic fields are
+    found as a user's own corpus's are: beam_embed.pipeline.job.input_fields)."""
     if settings.input:
         return settings
-    return dataclasses.replace(
-        settings, input=(write_sample_corpus(SAMPLE_CORPUS),), id_field=settings.id_field or "id",
-        metadata_fields=settings.metadata_fields or ("topic",),
-        input_format=settings.input_format or "jsonl")
+    return dataclasses.replace(settings, input=(write_sample_corpus(SAMPLE_CORPUS),),
+                               input_format=settings.input_format or "jsonl")
 
 
 def resolve(settings: RunSettings, options, encoder: EncoderSpec | None = None) -> ResolvedRun:

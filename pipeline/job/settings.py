@@ -57,9 +57,11 @@ class RunSettings(Settings):
         None, choices=INPUT_FORMATS,
         help="the inputs' format (default: from each file's extension)")
     text_field: str = setting("text", help="JSON/CSV/Parquet/TFRecord field with the text")
-    id_field: str | None = setting(None, help="field with a stable id (default path:line)")
-    metadata_fields: tuple[str, ...] = setting(
-        (), help="comma-separated fields carried to the output")
+    id_field: str | None = setting(
+        None, help="field with a stable id (default: a field named id, else path:line)")
+    metadata_fields: tuple[str, ...] | None = setting(  # None: from the input (input_fields.py)
+        None, help="comma-separated fields carried to the output (default: the input's other "
+                   "fields of single values; '' carries none)")
     split: str = setting("none", choices=SPLIT_MODES,
                          help="split documents into sentences (pysbd)")
     clean: bool = setting(True, help="collapse whitespace/NBSP runs and trim")

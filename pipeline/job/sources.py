@@ -1,14 +1,14 @@
 """ReadCorpus: file patterns -> Records (cleaned, optionally split) + dead letters.
 
 Patterns are matched on the launcher (Beam's FileSystems: local, gs://, others with their extra),
-so a pattern matching no file fails before the job starts and the total size gives progress an
-ETA. Local patterns are matched here, with Beam's pattern syntax, so that what a pattern matches
-but cannot be read (a folder, a dangling symlink, a symlink loop: Beam passes over them without a
-word, or reads a folder named alone as a corrupt file) is said and skipped. The columns the job
-reads are checked against each Parquet file's schema (each CSV/TSV file's header) before any
-data is read. Files are read whole by one worker each (decompressed by extension: decompress.py);
-a file that breaks off ends in a dead letter saying where. The records are then reshuffled so
-that one big file still spreads over every worker.
+so a pattern matching no file fails before the job starts. Local patterns are matched here, with
+Beam's pattern syntax, so that what a pattern matches but cannot be read (a folder, a dangling
+symlink, a symlink loop: Beam passes over them without a word, or reads a folder named alone as
+a corrupt file) is said and skipped. The fields the job reads are checked against each file's
+schema (Parquet, CSV/TSV) or first records (JSONL, TFRecord) before the run. Files are read
+whole by one worker each (decompressed by extension: decompress.py); a file that breaks off ends
+in a dead letter saying where. The records are then reshuffled so that one big file still
+spreads over every worker.
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ from apache_beam.io.filesystems import FileSystems
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
-from beam_embed.pipeline.job.formats import COLUMNS, LINE_FORMATS, READERS, Fields, detect_format
+from beam_embed.pipeline.job.formats import (
+    FIELDS,
+    LINE_FORMATS,
+    READERS,
+    Fields,
+    FileFields,
+    detect_format,
+)
 from beam_embed.process.log import log
 
 NAMESPACE = "beam_embed"
@@ -178,34 +185,43 @@ def _examine(entries: list[tuple[str, bool]]) -> tuple[dict[str, int], list[tupl
     return files, passed
 
 
-def check_columns(files: list[tuple[str, int]], input_format: str | None, fields: Fields) -> None:
-    """Each Parquet file's schema (each CSV/TSV file's header) against the columns the job
-    reads: a file without the --text_field column would be read row by row to dead-letter every
-    row, and one without the --id_field or a --metadata_fields column would give made-up ids or
-    empty metadata. A ValueError names the flag, the column, the file and its columns. Only
-    footers and header lines are read, several at once (remote reads mostly wait); a file whose
-    schema cannot be read is left to the run, where it becomes a dead letter saying why."""
+def check_columns(files: list[tuple[str, int]], input_format: str | None,
+                  fields: Fields) -> list[FileFields]:
+    """Each file's fields against those the job reads: a Parquet file's schema, a CSV/TSV
+    file's header, the first records of a JSONL or TFRecord file (formats.FIELDS). A file
+    without the --text_field would be read record by record to dead-letter every one, and one
+    without the --id_field or a --metadata_fields column would give made-up ids or empty
+    metadata. A ValueError names the flag, the field, the file and the fields it has. Only
+    footers, headers and first records are read, several files at once (remote reads mostly
+    wait); a file whose fields cannot be read is left to the run, where it becomes a dead
+    letter saying why. Returns the fields of each file that could be read."""
     checked = [(path, fmt) for path, _ in files
-               if (fmt := input_format or detect_format(path)) in COLUMNS]
+               if (fmt := input_format or detect_format(path)) in FIELDS]
     if not checked:
-        return
+        return []
     pool = ThreadPoolExecutor(min(SCHEMA_READERS, len(checked)))
+    found = []
     try:
-        for (path, _), columns in zip(checked, pool.map(_columns, checked)):
-            problem = None if columns is None else fields.absent(columns)
+        for (path, _), file_fields in zip(checked, pool.map(_fields, checked)):
+            problem = None if file_fields is None else fields.absent(file_fields)
             if problem:
-                raise ValueError(f"{problem} of {path}; its columns: {_names(columns)}")
+                their = "their fields" if file_fields.sampled else "its columns"
+                raise ValueError(f"{problem} of {file_fields.where(path)}; {their}: "
+                                 f"{_names(file_fields.names)}")
+            if file_fields is not None:
+                found.append(file_fields)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    return found
 
 
-def _columns(file: tuple[str, str]) -> list[str] | None:
+def _fields(file: tuple[str, str]) -> FileFields | None:
     path, fmt = file
     try:
         if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
             return None  # a named pipe: what is read here would be lost to the run
         with open_input(path) as f:
-            return COLUMNS[fmt](f)
+            return FIELDS[fmt](path, f)
     except READ_ERRORS:
         return None
 

@@ -71,6 +71,20 @@ def parse_args(argv=None):
     return args, check_beam_args(rest, p.known_flags(), PROG)
 
 
+def closing_line(manifest: dict, output: str) -> str:
+    """What was fitted and projected, what the plots map, and what was written."""
+    from beam_embed.pipeline.pca.maps import map_title
+
+    k, rows = manifest["fit"]["components"], manifest["projections"]["rows"]
+    method = manifest["plot"]["method"]
+    plotted = "" if method == "pca" else (
+        f"; the plots map the {manifest['sample']['size']:,} sampled records by "
+        f"{map_title(method, k)}")
+    shards = len(manifest["projections"]["files"])
+    return (f"done: PCA-{k} of {rows:,} records{plotted} -> {output} (plot.html, plot.png, "
+            f"projector/, pca.npz, {shards} projection shard(s), manifest.json)")
+
+
 @one_line_errors(PROG)
 def main(argv=None) -> int:
     """Runs the job; exit codes in beam_embed.process.exits (2: bad configuration, one line on
@@ -96,10 +110,7 @@ def main(argv=None) -> int:
     from beam_embed.pipeline.pca.job import run
 
     manifest = run(plan, beam_args, [PROG, *argv])
-    shards = len(manifest["projections"]["files"])
-    log(f"done: PCA-{manifest['fit']['components']} of {manifest['projections']['rows']} records "
-        f"-> {plan.output} (plot.html, plot.png, projector/, pca.npz, {shards} projection "
-        f"shard(s), manifest.json)")
+    log(closing_line(manifest, plan.output))
     log(f"next: open {plan.output}/plot.html in a browser   or   "
         f"tensorboard --logdir {plan.output}/projector")
     return exits.OK

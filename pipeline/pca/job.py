@@ -137,6 +137,20 @@ def _columns(args, es: EmbeddingSet) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
+def _check_color_by(color_by: str, es: EmbeddingSet) -> None:
+    """A column of the run, or length; an input field the run did not carry is named with the
+    run flag that carries it."""
+    choices = sorted((set(es.columns) - {"id", "text"}) | {"length"})
+    if color_by in choices:
+        return
+    message = f"unknown --color-by {color_by!r}; expected one of {choices}"
+    if color_by not in es.columns:
+        carried = ",".join((*es.metadata_columns, color_by))
+        message += (f"; a field of the input is a column when the run carries it: run "
+                    f"`beam-embed run` again with --metadata_fields {carried}")
+    raise ValueError(message)
+
+
 def make_plan(args) -> Plan:
     """Checks every option against the manifest and the saved fit."""
     es = load_embedding_set(args.input)
@@ -144,9 +158,7 @@ def make_plan(args) -> Plan:
     records = es.counts.get("embedded")
     check_records(records, es.manifest_path)
     spec, saved_fit = _fit_spec(args, es, records)
-    color_choices = sorted((set(es.columns) - {"id", "text"}) | {"length"})
-    if args.color_by not in color_choices:
-        raise ValueError(f"unknown --color-by {args.color_by!r}; expected one of {color_choices}")
+    _check_color_by(args.color_by, es)
     check_method(args.method, spec.components, args.dims)
     check_plot_packages()
     check_sample(args.sample)

@@ -7,6 +7,8 @@ import importlib.util
 
 import numpy as np
 
+from beam_embed.pipeline.common.versions import install_command
+
 
 def _pca(coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
     return coords[:, :dims]
@@ -42,8 +44,8 @@ def check_method(method: str, components: int, dims: int) -> None:
     if package and importlib.util.find_spec(package) is None:
         usable = sorted(m for m, spec in MAPS.items()
                         if not spec[3] or importlib.util.find_spec(spec[3]))
-        raise ValueError(f"method {method!r} needs umap-learn (pip install 'beam-embed[umap]'; "
-                         f"the base install leaves it out); usable here: {usable}")
+        raise ValueError(f"method {method!r} needs umap-learn, which the base install leaves "
+                         f"out: {install_command('umap')}; usable here: {usable}")
     if components < dims:
         raise ValueError(f"--dims {dims} needs at least {dims} components; got {components}")
 
@@ -58,7 +60,7 @@ def check_plot_packages() -> None:
                if importlib.util.find_spec(module) is None]
     if missing:
         raise ValueError(f"the plots need {' and '.join(missing)}, which beam-embed installs; "
-                         "this environment lacks them: reinstall with `pip install beam-embed`")
+                         f"this environment lacks them: reinstall with {install_command()}")
 
 
 def compute_map(method: str, coords: np.ndarray, dims: int, seed: int) -> np.ndarray:

@@ -103,3 +103,14 @@ def test_bad_model_and_bad_file_fail_before_work(tiny_export, tmp_path, files, c
     assert code == 2 and "line 2 has 2 fields" in err  # the file is read before any model
     code, _, err = _run(capsys, "--triplets", str(tmp_path / "missing.tsv"))
     assert code == 2 and "missing.tsv' does not exist" in err
+
+
+def test_without_files_the_sample_pairs_are_scored_and_nothing_is_written(
+        tiny_export, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, "--model", tiny_export, "--pooling", "mean", "--json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert (row["file"], row["n"], row["task"]) == ("(the sample pairs)", 300, "pairs")
+    assert -1 <= row["spearman"] <= 1
+    assert list(tmp_path.iterdir()) == []  # no output/sample/pairs.tsv in the user's folder

@@ -285,3 +285,20 @@ def test_dedupe_and_reuse_steps_are_described_without_reading_the_previous_run(t
                  "EmbedRecords/BatchReused"):
         assert step in names, sorted(names)
     assert any("--reuse gs://no-such-bucket/previous" in w for w in job["warnings"])
+
+
+def test_without_a_job_file_the_description_goes_to_stdout(tiny_export, tmp_path, capsys):
+    """A local job's dry run, as one tries it first: the description is the only stdout, the
+    tool's lines stay on stderr, and nothing is written."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "the cat sat", "lang": "en"}\n')
+    with offline(str(tmp_path), cwd=str(tmp_path)) as attempts:
+        code = main(["--input", str(corpus), "--model", tiny_export, "--output",
+                     str(tmp_path / "out"), "--dry-run"])
+    assert code == 0 and attempts == []
+    out = capsys.readouterr()
+    job = json.loads(out.out)
+    assert job["runner"] == "DirectRunner" and job["model"]["widths"]
+    assert "WriteParquet" in {s["name"] for s in job["steps"]}
+    assert "nothing was submitted -> stdout" in out.err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "output").exists()

@@ -72,6 +72,16 @@ def test_unset_optional_values_are_not_checked():
     assert (s.max_seq_length, s.precision, s.input_format, s.normalize) == (None,) * 4
 
 
+def test_metadata_fields_unset_is_not_the_empty_list():
+    """Unset (None), the input decides which fields are carried (job/input_fields.py); '' on
+    the command line, or an empty list, carries none."""
+    assert RunSettings().metadata_fields is None and _parsed([]).metadata_fields is None
+    assert RunSettings(metadata_fields="").metadata_fields == ()
+    assert RunSettings(metadata_fields=[]).metadata_fields == ()
+    assert _parsed(["--metadata_fields", ""]).metadata_fields == ()
+    assert _parsed(["--metadata-fields", "topic, lang"]).metadata_fields == ("topic", "lang")
+
+
 def test_formats_are_checked_against_the_registry_when_checked(monkeypatch):
     entry = output_formats.output_format("parquet")
     monkeypatch.setitem(output_formats.OUTPUT_FORMATS, "later", entry)

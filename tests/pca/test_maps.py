@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from beam_embed.pipeline.common.versions import install_command
 from beam_embed.pipeline.pca import maps as pca_maps
 from beam_embed.pipeline.pca.maps import axis_labels, check_method, compute_map
 from tests.pca.fixtures import clustered_matrix
@@ -35,7 +36,10 @@ def test_methods_are_checked(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(pca_maps.importlib.util, "find_spec",
                         lambda name: None if name == "umap" else real(name))
-    with pytest.raises(ValueError, match=r"needs umap-learn .*usable here: \['pca', 'tsne'\]"):
+    with pytest.raises(ValueError) as e:
         check_method("umap", 50, 2)
+    assert str(e.value) == (f"method 'umap' needs umap-learn, which the base install leaves "
+                            f"out: {install_command('umap')}; usable here: ['pca', 'tsne']")
+    assert " -m pip install " in str(e.value)
     with pytest.raises(ValueError, match="--dims 3 needs at least 3 components; got 2"):
         check_method("pca", 2, 3)

@@ -128,6 +128,16 @@ def test_a_saved_fit_projects_new_data(tmp_path):
     assert manifest["projections"]["rows"] == 120
 
 
+def test_the_closing_line_names_the_map_the_plots_show(tmp_path, capsys):
+    _, table = _table(n=40, seed=5)
+    write_embeddings(str(tmp_path / "emb"), table, shards=1)
+    _run(tmp_path / "emb", tmp_path / "viz", "--components", "5", "--method", "tsne")
+    done = [x for x in capsys.readouterr().err.splitlines() if "] done: " in x]
+    assert len(done) == 1 and done[0].split("] ", 1)[1].startswith(
+        f"done: PCA-5 of 40 records; the plots map the 40 sampled records by t-SNE of 5 PCs -> "
+        f"{tmp_path / 'viz'} (plot.html")
+
+
 @pytest.fixture()
 def unreadable(tmp_path):
     """A folder whose manifest is fine but whose shards are garbage: reading any would fail."""
@@ -146,7 +156,10 @@ def unreadable(tmp_path):
                              rf"{WIDTH} with 20 records; expected 1..20"),
     (["--method", "mds"], r"unknown method 'mds'; expected one of \['pca', 'tsne', 'umap'\]"),
     (["--color-by", "colour"], r"unknown --color-by 'colour'; expected one of \['length', "
-                               r"'num_tokens', 'source', 'title', 'truncated'\]"),
+                               r"'num_tokens', 'source', 'title', 'truncated'\]; a field of the "
+                               r"input is a column when the run carries it: run `beam-embed run` "
+                               r"again with --metadata_fields title,colour$"),
+    (["--color-by", "text"], r"unknown --color-by 'text'; expected one of \[.*'truncated'\]$"),
     (["--columns", "id,txt"], r"unknown column 'txt' in --columns; expected some of"),
     (["--format", "tfrecord"], r"format 'tfrecord' has no shards .*expected one of \['parquet'\]"),
     (["--sample", "100001"], r"--sample 100001 is out of range; expected 2..100000"),

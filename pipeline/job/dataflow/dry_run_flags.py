@@ -8,6 +8,7 @@ def add_dry_run_flags(parser) -> None:
     g = parser.add_argument_group("beam-embed dry run")
     g.add_argument("--dry-run", dest="describe_only", action="store_true", default=False,
                    help="build the job (for --runner, Dataflow included) and write its "
-                        "description to --job-file; submits and contacts nothing")
+                        "description to --job-file (or stdout); submits and contacts nothing")
     g.add_argument("--job_file", "--job-file", dest="job_file", default=None,
-                   help="where --dry-run writes the job description (JSON, a local path)")
+                   help="where --dry-run writes the job description (JSON, a local path); "
+                        "default: stdout")

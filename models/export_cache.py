@@ -1,0 +1,162 @@
+"""The cache folder ($BEAM_EMBED_CACHE, default ~/.cache/beam-embed): `checkpoint` presets'
+exports, made on first use, and gs:// models' local copies (gcs_copy.py).
+
+An export is keyed by the checkpoint's content (a SHA-256 of its files' names and bytes) and the
+export format's version, never by where the checkpoint lies: the same model package installed in
+another clone or virtual environment finds the export the first one made. Hashing reads every
+byte of the checkpoint (~0.1 s for MiniLM's 90 MB, seconds for a large one), so a key is also
+remembered under the files' paths, sizes and modification times (`keys/`), and a later run only
+lists the folder. No TensorFlow at import.
+
+    <name>-<key>/            an export (encoder/, preprocessor/, beam_embed.json)
+    <name>-<key>.partial-<pid>/  an export being written by process <pid>
+    keys/<hash of paths>     the content key of a checkpoint folder as it was listed
+    gs/<bucket>/<path>       copies of gs:// models
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+
+from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE
+from beam_embed.models.gcs_copy import cache_dir
+
+KEYS, GS = "keys", "gs"
+EXPORT_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{12})(\.partial-(?P<pid>\d+))?$")
+_CHUNK = 8 << 20
+# The commands show this logger's lines as their own (beam_embed.process.log.show_as_own).
+notices = logging.getLogger(__name__)
+
+
+def _files(folder: str) -> list[tuple[str, os.stat_result]]:
+    """(path relative to `folder`, stat) of every file below it, sorted; caches Python wrote
+    into the package (__pycache__) are not the model."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in names:
+            path = os.path.join(root, name)
+            found.append((os.path.relpath(path, folder).replace(os.sep, "/"), os.stat(path)))
+    return sorted(found)
+
+
+def content_key(folder: str, remember: bool = True) -> str:
+    """12 hex digits of a SHA-256 over the export format's version and each file's relative
+    path and bytes: the same for every copy of the checkpoint. `remember`: write the key to
+    `keys/` for the next run (a look that should leave the cache as it is passes False)."""
+    files = _files(folder)
+    listing = json.dumps([os.path.abspath(folder), FORMAT_VERSION] +
+                         [[name, s.st_size, s.st_mtime_ns, s.st_ino] for name, s in files])
+    memo = os.path.join(cache_dir(), KEYS, hashlib.sha256(listing.encode()).hexdigest()[:24])
+    try:
+        with open(memo, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    digest = hashlib.sha256(f"beam-embed export format {FORMAT_VERSION}\n".encode())
+    for name, _ in files:
+        with open(os.path.join(folder, name), "rb") as f:
+            file_hash = hashlib.file_digest(f, "sha256").hexdigest()
+        digest.update(f"{name}\0{file_hash}\n".encode())
+    key = digest.hexdigest()[:12]
+    if files and remember:  # a folder that is not there (yet) is not remembered
+        _remember(memo, key)
+    return key
+
+
+def _remember(path: str, text: str) -> None:
+    """`text` written to `path` whole (aside, then renamed); a cache that cannot be written to
+    (read-only, shared) only means the key is computed again next time."""
+    tmp = f"{path}.partial-{os.getpid()}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def export_path(folder: str, name: str, remember: bool = True) -> str:
+    """Where the export of the checkpoint `folder` lies, or will, in the cache."""
+    return os.path.join(cache_dir(), f"{name}-{content_key(folder, remember)}")
+
+
+def exported(folder: str, name: str) -> str:
+    """The export of the checkpoint `folder` in the cache, made on first use (said in two
+    lines: what is exported where, then how long it took)."""
+    out = export_path(folder, name)
+    if os.path.exists(os.path.join(out, METADATA_FILE)):
+        return out
+    from beam_embed.models.export.convert import export_checkpoint
+
+    notices.info(f"exporting {name} from {folder} into {out}: once, later runs and other "
+                 "environments reuse it (about a minute)")
+    began = time.monotonic()
+    tmp = f"{out}.partial-{os.getpid()}"
+    try:
+        export_checkpoint(folder, tmp, name=name)
+        if os.path.exists(out):  # another process finished the same export first
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    notices.info(f"exported {name} in {time.monotonic() - began:.1f}s "
+                 f"({folder_bytes(out) / 1e6:.0f} MB)")
+    return out
+
+
+def folder_bytes(path: str) -> int:
+    if not os.path.isdir(path):
+        return os.path.getsize(path) if os.path.exists(path) else 0
+    return sum(os.path.getsize(os.path.join(root, n))
+               for root, _, names in os.walk(path) for n in names
+               if not os.path.islink(os.path.join(root, n)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One thing in the cache folder: `kind` is export, partial (an export being written, or
+    left by a process that stopped), keys, gs, or None for what this tool did not write."""
+
+    name: str
+    path: str
+    kind: str | None
+    bytes: int
+    pid: int | None = None
+    source: str | None = None  # an export's checkpoint folder, as its metadata says
+
+
+def entries(folder: str | None = None) -> list[Entry]:
+    """The cache folder's entries, by name."""
+    folder = folder or cache_dir()
+    if not os.path.isdir(folder):
+        return []
+    found = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        match = EXPORT_NAME.match(name) if os.path.isdir(path) else None
+        kind, pid, source = None, None, None
+        if name in (KEYS, GS) and os.path.isdir(path):
+            kind = name
+        elif match and match.group("pid"):
+            kind, pid = "partial", int(match.group("pid"))
+        elif match and os.path.exists(os.path.join(path, METADATA_FILE)):
+            kind = "export"
+            try:
+                with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
+                    source = json.load(f).get("source")
+            except (OSError, ValueError, AttributeError):
+                source = None
+        found.append(Entry(name, path, kind, folder_bytes(path), pid, source))
+    return found
