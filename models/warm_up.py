@@ -6,7 +6,7 @@ model spec is known, it runs beside the launcher's own Python work (the output f
 and claim, the pipeline modules' imports, loading the preprocessor); the encoder's load then
 finds the model loaded and its graph warm (measured: the preprocessor load + the bf16 encoder's
 load and first call, 1.80-2.05 s in turn, 1.27-1.65 s side by side). Kinds that do not say
-`warms_up` load as before. A warm-up that fails is not reported here: the encoder's own load,
+`warms_up` load when the encoder is first asked for. A warm-up that fails is not reported here: the encoder's own load,
 on the launcher's thread, fails the same way and says why.
 """
 

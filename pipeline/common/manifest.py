@@ -58,8 +58,9 @@ def make_folder(folder: str, flag: str = "--output") -> bool:
 # Each manifest's own version, written as its `format_version`; a reader refuses any other, so a
 # change that older readers would misread bumps it. One meaning per constant:
 JOB_MANIFEST_VERSION = 2  # `beam-embed run`'s manifest.json (JobManifest): see below
-# Version 2 added `vector_dtype`. A run storing float32 vectors still writes version 1, without
-# the key, as before; one storing float16, int8 or binary writes 2, which older readers refuse
+# Version 2 added `vector_dtype`. A run storing float32 vectors writes version 1, without the
+# key, so readers that predate it still read it; one storing float16, int8 or binary writes 2,
+# which those readers refuse
 # instead of reading int8 codes or packed bits as float vectors.
 JOB_MANIFEST_VERSIONS = (1, 2)  # what JobManifest reads
 PCA_MANIFEST_VERSION = 1  # `beam-embed pca`'s manifest.json (PcaManifest, "kind": "pca")

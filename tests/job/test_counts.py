@@ -11,7 +11,7 @@ import json
 from beam_embed.pipeline.common.records import DeadLetter, Record
 from beam_embed.pipeline.job.build import dead_counts, read_dead_counts
 from beam_embed.pipeline.job.formats import Fields
-from beam_embed.pipeline.job.sources import _Prepare, read_file
+from beam_embed.pipeline.job.sources import PrepareTexts, read_file
 
 FIELDS = Fields("text", None, (), 1 << 20)
 
@@ -20,7 +20,7 @@ def _read_and_prepare(paths: list[tuple[str, str]]):
     """(records read, dead letters of the reading, records prepared, every dead letter), as
     ReadCorpus splits them."""
     read, read_dead, prepared, dead = [], [], [], []
-    prepare = _Prepare(clean=True, split="none")
+    prepare = PrepareTexts(clean=True, split="none")
     for path, fmt in paths:
         for item in read_file(path, fmt, FIELDS):
             (read_dead if isinstance(item, DeadLetter) else read).append(item)

@@ -7,6 +7,7 @@ import bz2
 import gzip
 import json
 import os
+import re
 import zlib
 
 import pytest
@@ -119,5 +120,7 @@ def test_unusable_output_and_config_are_one_line(tmp_path, capsys):
     ]
     for flags, message in cases:
         assert main(flags) == exits.BAD_CONFIG
-        err = capsys.readouterr().err
+        # the default model's one-time export says so when this test is the first to use it
+        err = "".join(line for line in capsys.readouterr().err.splitlines(keepends=True)
+                      if not re.match(r"\[beam-embed [\d:]+\] export(ing|ed) ", line))
         assert err.count("\n") == 1 and err.startswith(f"beam-embed run: {message}")

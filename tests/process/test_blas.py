@@ -1,4 +1,4 @@
-"""blas_threads: numpy's BLAS on the asked threads inside, as before after, however often."""
+"""blas_threads: numpy's BLAS on the asked threads inside, on its own count again after, however often."""
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
