@@ -17,6 +17,7 @@ from beam_embed.process.private_apis import (
     add_beam_options,
     add_option_string,
     beam_argument_parser,
+    dask_options,
     option_strings,
 )
 
@@ -122,8 +123,6 @@ def beam_flags(dask: bool = True):
 
     if dask:
         try:
-            from beam_embed.pipeline.common.dask_runner.beam_internals import dask_options
-
             dask_options()
         except ImportError:  # without the dask extra its flags stay unknown
             pass

@@ -16,13 +16,13 @@ import threading
 
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_embed.pipeline.common.dask_runner.beam_internals import (
+from beam_embed.process import gcs_auth
+from beam_embed.process.private_apis import (
     dofn_runner,
     receiver_class,
     side_input_map,
-    unpickled,
+    unpickle,
 )
-from beam_embed.process import gcs_auth
 
 _IDLE: dict[tuple[str, str], list[_Bundles]] = {}  # (run id, step label) -> set-up DoFns
 _LOCK = threading.Lock()
@@ -71,7 +71,7 @@ class _Bundles:
 
     def __init__(self, step: Step, side_values: tuple):
         gcs_auth.install()  # a worker's gs:// credentials looked up as a command's are
-        fn, args, kwargs = unpickled(step.pickled)
+        fn, args, kwargs = unpickle(step.pickled)
         self._tags = step.tags
         self._receivers = _Receivers({tag: _Collect() for tag in step.tags})
         sides = [side_input_map(view, [GlobalWindows.windowed_value(v) for v in values])

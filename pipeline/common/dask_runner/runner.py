@@ -18,14 +18,14 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
-from beam_embed.pipeline.common.dask_runner.beam_internals import (
+from beam_embed.pipeline.common.errors import one_line
+from beam_embed.process.private_apis import (
     create_stand_in,
     dask_options,
     leaf_transforms,
     replace_transforms,
     reshuffle_stand_in,
 )
-from beam_embed.pipeline.common.errors import one_line
 
 # Imported with the runner, so that a pipeline's options know its flags before it runs.
 DaskOptions = dask_options()

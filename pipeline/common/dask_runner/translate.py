@@ -18,14 +18,14 @@ import dask
 import dask.bag as db
 from dask.highlevelgraph import HighLevelGraph
 
-from beam_embed.pipeline.common.dask_runner.beam_internals import (
+from beam_embed.pipeline.common.dask_runner.bundles import Step, run_bundle
+from beam_embed.process.private_apis import (
     create_stand_in,
     pickled,
     reshuffle_stand_in,
     side_input_view,
     unsupported_dofn_features,
 )
-from beam_embed.pipeline.common.dask_runner.bundles import Step, run_bundle
 
 SUPPORTED = "Create, Impulse, ParDo (Map, FlatMap, ...), GroupByKey, Flatten, Reshuffle"
 ACCELERATOR = "beam:resources:accelerator:v1"  # Beam's resource hint (common_urns.resource_hints)
