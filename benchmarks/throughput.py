@@ -296,9 +296,10 @@ class Bench:
     def job(self, precision: str, tag: str, workers: int = 1, corpus: str | None = None) -> dict:
         self.say(f"(c) whole job {precision}, {workers} worker process(es) ({tag})")
         output = os.path.join(self.work, f"job-{tag}")
+        # the encoder stage's pooling, said rather than left to the model's recommendation
         job_args = ["--input", corpus or self.corpus, "--input_format", "text", "--model",
-                    self.model, "--precision", precision, "--output", output, "--overwrite",
-                    "--progress_every", "0"]
+                    self.model, "--precision", precision, "--pooling", "mean", "--normalize",
+                    "--output", output, "--overwrite", "--progress_every", "0"]
         if workers > 1:
             job_args += [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
         data, m = self.worker("job", tag, job_args=job_args)
