@@ -123,7 +123,17 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
 
     def load_model(self):
         import_tensorflow()  # local worker processes inherit the launcher's quiet setting
-        return self._spec.build()
+        return self._spec_here().build()
+
+    def _spec_here(self) -> EncoderSpec:
+        """The spec, its TensorFlow pools sized on a Dask worker to the worker's share of its
+        machine's cores (the launcher leaves them to TF's defaults: it cannot know them)."""
+        from beam_embed.pipeline.common.dask_runner.cores import worker_cores
+
+        cores = worker_cores()
+        if not cores:
+            return self._spec
+        return dataclasses.replace(self._spec, intra_op_threads=cores, inter_op_threads=cores)
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}

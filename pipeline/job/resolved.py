@@ -47,7 +47,8 @@ def worker_threads(opts) -> tuple[int, int]:
     multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
     vCPU unless `--experiments=no_use_multiple_sdk_containers`: each gets one thread per pool
     (TF's default, one per core in every process, would oversubscribe the VM n-fold). Anything
-    else keeps TF's defaults (0: all cores)."""
+    else keeps TF's defaults (0: all cores) here; a Dask worker sizes them to its share of its
+    machine's cores when it loads the model (embed.EncoderHandler)."""
     from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, StandardOptions
 
     runner = opts.view_as(StandardOptions).runner
