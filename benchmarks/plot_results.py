@@ -213,8 +213,9 @@ def table(runs: list[dict], pca: list[dict]) -> str:
                 break
     head = ["run", "machine", "code"]
     for key, _, short in TARGETS:
-        th = current.get(key)
-        head.append(f"{short} <= +{100 * th:g}%" if key == "rss" else f"{short} >= {th:g}")
+        th = current.get(key)  # None: no run measured it (a --quick run, no --st-python)
+        head.append(short if th is None else f"{short} <= +{100 * th:g}%" if key == "rss"
+                    else f"{short} >= {th:g}")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(TARGETS)]
     for d in reversed(runs):
         p = points(d)

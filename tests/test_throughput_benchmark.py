@@ -69,3 +69,15 @@ def test_the_quick_mode_runs_every_step_and_its_ratios_add_up(long_tiny_export, 
     assert {t["target"] for t in result["targets"]} >= {
         "job pipeline >= 0.95x the encoder stage", "encoder stage >= 5x the naive MLTransform path"}
     assert "job pipeline >= 0.95x the encoder stage" in done.stdout
+
+    # benchmarks/plot_results.py reads what --json wrote: its table row has the run's ratio
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "run.json").write_text(out.read_text())
+    plotted = subprocess.run([sys.executable, os.path.join(os.path.dirname(SCRIPT),
+                                                           "plot_results.py"),
+                              "--results", str(results), "--table"],
+                             capture_output=True, text=True, timeout=300)
+    assert plotted.returncode == 0, plotted.stderr[-3000:]
+    (row,) = [line for line in plotted.stdout.splitlines() if line.startswith("| 20")]
+    assert f"{ratio:.3f}" in row.split("|")[8]  # the job / encoder column

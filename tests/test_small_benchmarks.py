@@ -1,0 +1,61 @@
+"""The benchmarks that need no model, run at sizes of seconds (their full sizes are run by hand):
+they call the project's own code (the PCA command, search's scan and index, the results
+folder's reader), so a change there cannot break them unseen."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+
+
+def _run(script: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, os.path.join(BENCH, script), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _json_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.pipeline  # the PCA command's Beam job
+def test_the_pca_benchmark_fits_both_sides_and_its_rates_are_its_times():
+    (result,) = _json_lines(_run("pca_benchmark.py", "--rows", "2000", "--width", "16",
+                                 "--components", "4").stdout)
+    assert (result["rows"], result["width"], result["components"]) == (2000, 16, 4)
+    for side in ("job", "sklearn"):
+        got = result[side]
+        assert got["s_min"] <= got["s"] <= got["s_max"] and got["peak_rss_mib"] > 0
+        assert got["rows_per_s"] == pytest.approx(2000 / got["s"], rel=0.02)
+
+
+def test_the_search_benchmark_times_the_scan_and_the_index():
+    rows = _json_lines(_run("search_index.py", "--rows", "2000", "--width", "16",
+                            "--queries", "1,3").stdout)
+    assert [(r["queries"], r["method"]) for r in rows] == [
+        (q, m) for q in (1, 3) for m in ("scan", "index-build", "index")]
+    assert all(r["rows"] == 2000 and r["seconds"] > 0 for r in rows)
+
+
+def test_the_results_plot_and_table_read_every_kept_throughput_run(tmp_path):
+    kept = []
+    for path in glob.glob(os.path.join(BENCH, "results", "*.json")):
+        with open(path) as f:
+            doc = json.load(f)
+        if isinstance(doc.get("targets"), list) and doc.get("benchmark") != "pca":
+            kept.append(doc)
+    assert kept, "benchmarks/results/ holds throughput runs"
+    throughput_table = _run("plot_results.py", "--table").stdout.split("\n\n")[0]  # PCA's next
+    rows = [line for line in throughput_table.splitlines() if line.startswith("| 20")]
+    assert len(rows) == len(kept)  # a row per run
+    out = tmp_path / "ratios.png"
+    _run("plot_results.py", "--out", str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
