@@ -38,6 +38,7 @@ from beam_embed.pipeline.job.formats import (
     detect_format,
 )
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 NAMESPACE = "beam_embed"
 DEAD = "dead"
@@ -71,6 +72,7 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
     for pattern in patterns:
         local = FileSystems.get_scheme(pattern) is None
         files, passed = _match_local(pattern) if local else _match_remote(pattern)
+        _refuse_undecodable_names(pattern, files)
         if not files:
             if not passed and not local and _is_remote_folder(pattern):
                 raise ValueError(f"--input {pattern!r} is a directory; did you mean "
@@ -88,7 +90,61 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
             shown = paths[path]
             log(f"--input: skipped {len(paths)} {one if len(paths) == 1 else several}, e.g. "
                 f"{shown} ({why.format(path=path)})")
-    return sorted(found.items())
+    return sorted(_once_each(found).items())
+
+
+def _refuse_undecodable_names(pattern: str, files: dict[str, int]) -> None:
+    """A local file whose name is not UTF-8 (the file system hands it over with the bytes it
+    cannot decode escaped): a ValueError naming it, its bytes shown as `\\xff`. The name
+    goes into the ids and the `source` column, which hold UTF-8 text, so the run cannot write
+    it; the user renames the file or leaves it out."""
+    bad = sorted(p for p in files if not _is_utf8(p))
+    if bad:
+        shown = os.fsencode(bad[0]).decode("utf-8", "backslashreplace")
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ValueError(f"--input {_shown(pattern)} matches a file whose name is not UTF-8: "
+                         f"'{printable(shown)}'{more}; the output holds file names as UTF-8 text "
+                         "(ids, the source column): rename it or leave it out of --input")
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(pattern: str) -> str:
+    """`pattern` quoted, undecodable bytes of it shown as `\\xff`."""
+    return f"'{printable(os.fsencode(pattern).decode('utf-8', 'backslashreplace'))}'" \
+        if not _is_utf8(pattern) else repr(pattern)
+
+
+def _once_each(found: dict[str, int]) -> dict[str, int]:
+    """`found` (path -> size, in the order the patterns gave them) with each local file once,
+    however many names lead to it (`d/a.jsonl`, `./d/a.jsonl`, a link to it): under a name
+    that is not a link where there is one, else the first given; one log line when any was
+    named twice. Object-store names are the objects' own, each listed once already."""
+    names: dict[str, list[str]] = {}
+    for path in found:
+        key = os.path.realpath(path) if FileSystems.get_scheme(path) is None else path
+        names.setdefault(key, []).append(path)
+    twice = {key: paths for key, paths in names.items() if len(paths) > 1}
+    if not twice:
+        return found
+    kept = {}
+    for paths in names.values():
+        own = [p for p in paths if not os.path.islink(p)] or paths
+        kept[own[0]] = found[own[0]]
+    example = twice[min(twice)]
+    own = [p for p in example if p in kept][0]
+    other = next(p for p in example if p != own)
+    n = sum(len(paths) - 1 for paths in twice.values())
+    log(f"--input: {len(twice)} file{'s' if len(twice) > 1 else ''} named more than once "
+        f"({n} more name{'s' if n > 1 else ''}, e.g. {other!r} is {own!r}); each file is read "
+        "once")
+    return kept
 
 
 def _is_folder(pattern: str) -> bool:
