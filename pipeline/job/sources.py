@@ -23,9 +23,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
-from apache_beam.io.filesystem import FileSystem
+from apache_beam.io.filesystem import BeamIOError, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.pipeline.common.buckets import (
+    refuse_if_listing_found_no_bucket,
+    refuse_missing_bucket,
+)
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
@@ -74,6 +78,8 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
         files, passed = _match_local(pattern) if local else _match_remote(pattern)
         _refuse_undecodable_names(pattern, files)
         if not files:
+            if not local:  # nothing found: the bucket may be what is missing
+                refuse_missing_bucket(pattern, "--input")
             if not passed and not local and _is_remote_folder(pattern):
                 raise ValueError(f"--input {pattern!r} is a directory; did you mean "
                                  f"{pattern.rstrip('/') + '/*'!r}?")
@@ -176,10 +182,16 @@ def _listed(passed: list[tuple[str, str, str]]) -> str:
 
 
 def _match_remote(pattern: str) -> tuple[dict[str, int], list[tuple[str, str, str]]]:
-    """Beam's match; a folder placeholder object (a name ending in '/') is a folder."""
+    """Beam's match; a folder placeholder object (a name ending in '/') is a folder. A bucket
+    that does not exist is a MissingBucket (bad configuration), not Beam's failed match."""
     files: dict[str, int] = {}
     passed = []
-    for meta in FileSystems.match([pattern])[0].metadata_list:
+    try:
+        found = FileSystems.match([pattern])[0]
+    except BeamIOError as e:
+        refuse_if_listing_found_no_bucket(pattern, e, "--input")
+        raise
+    for meta in found.metadata_list:
         if meta.path.endswith("/"):
             if "**" not in pattern:  # else the folder's objects are matched too
                 passed.append((FOLDER, meta.path.rstrip("/"), repr(meta.path.rstrip("/"))))
