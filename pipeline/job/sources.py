@@ -286,12 +286,18 @@ def check_columns(files: list[tuple[str, int]], input_format: str | None,
 def _fields(file: tuple[str, str]) -> FileFields | None:
     path, fmt = file
     try:
-        if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
-            return None  # a named pipe: what is read here would be lost to the run
+        if not readable_before_the_run(path):
+            return None
         with open_input(path) as f:
             return FIELDS[fmt](path, f)
     except READ_ERRORS:
         return None
+
+
+def readable_before_the_run(path: str) -> bool:
+    """Whether the launcher may read `path` before the run reads it: not a named pipe (what is
+    read there would be lost to the run). An OSError when it cannot be examined."""
+    return FileSystems.get_scheme(path) is not None or stat.S_ISREG(os.stat(path).st_mode)
 
 
 def _names(columns: list[str], shown: int = 30) -> str:
@@ -420,14 +426,23 @@ class PrepareTexts(beam.DoFn):
             self._splitter = SentenceSplitter()
 
     def process(self, record: Record):
-        text = clean_text(record.text) if self._clean else record.text
-        if not text.strip():
+        records = prepared(record, self._clean, self._splitter)
+        if records is None:
             self._empty.inc()
             yield beam.pvalue.TaggedOutput(DEAD, DeadLetter.of(
                 record.id, record.source, "empty text", record.text, kind=EMPTY))
             return
-        record = Record(record.id, text, record.source, record.meta)
-        yield from (self._splitter(record) if self._splitter else [record])
+        yield from records
+
+
+def prepared(record: Record, clean: bool, splitter: SentenceSplitter | None) -> list | None:
+    """The records the job embeds for `record`: its text cleaned up (`clean`) and split into
+    sentences (a `splitter`); None when the text is empty."""
+    text = clean_text(record.text) if clean else record.text
+    if not text.strip():
+        return None
+    record = Record(record.id, text, record.source, record.meta)
+    return list(splitter(record)) if splitter else [record]
 
 
 class ReadCorpus(beam.PTransform):
