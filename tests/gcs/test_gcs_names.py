@@ -1,11 +1,13 @@
-"""A gs:// bucket that does not exist, named to `run` (input or output), `search` and `pca`: one
-line naming the bucket, exit 2, nothing made (a Cloud Storage emulator)."""
+"""gs:// paths as they are named (a Cloud Storage emulator): a bucket that does not exist, named to
+`run` (input or output), `search` and `pca`, is one line naming it, exit 2, nothing made; an
+object named by two patterns is read once."""
 
 from __future__ import annotations
 
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
+from tests.job_helpers import run_job
 
 pytestmark = pytest.mark.pipeline  # whole commands, end to end
 
@@ -52,3 +54,11 @@ def test_readers_name_the_missing_bucket(gcs, tmp_path, capsys, command, args):
 def test_a_folder_of_an_existing_bucket_still_holds_no_manifest(gcs, capsys):
     line = _refused(capsys, "search", gcs.path("never-written"), "the cat")
     assert line.startswith(f"no manifest.json in '{gcs.path('never-written')}'")
+
+
+def test_an_object_named_by_two_patterns_is_read_once(gcs, tiny_export, tmp_path):
+    gcs.upload("in/a.jsonl", '{"text": "the cat sat"}\n{"text": "a dog"}\n')
+    gcs.upload("in/b.jsonl", '{"text": "the mat"}\n')
+    manifest = run_job(str(tmp_path / "out"), "--input", gcs.path("in/*.jsonl"), "--input",
+                       gcs.path("in/a.jsonl"), "--model", tiny_export)
+    assert (manifest["counts"]["read"], manifest["inputs"]["files"]) == (3, 2)
