@@ -25,6 +25,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
+from beam_embed.pipeline.common.buckets import refuse_if_listing_found_no_bucket
 from beam_embed.process.private_apis import FinalizeHooks
 
 _PATTERN_CHARACTERS = re.compile(r"[\[*?]")  # what Beam's patterns give a meaning; "]" only after "["
@@ -52,7 +53,11 @@ def matching(folder: str, patterns) -> list[str]:
 def objects_under(folder: str, limit: int | None = None) -> list[str]:
     """The objects under the object-store folder `folder` (its name taken as it is): every
     one, or the first `limit`."""
-    found = FileSystems.match([escape(folder.rstrip("/")) + "/**"], limits=[limit])
+    try:
+        found = FileSystems.match([escape(folder.rstrip("/")) + "/**"], limits=[limit])
+    except BeamIOError as e:  # the folders the commands write and read are listed here first
+        refuse_if_listing_found_no_bucket(folder, e)
+        raise
     return [m.path for r in found for m in r.metadata_list]
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.pipeline.common.buckets import refuse_missing_bucket
 from beam_embed.pipeline.common.errors import one_line
 
 MANIFEST = "manifest.json"
@@ -76,6 +77,7 @@ def _read_json(folder: str) -> dict:
     """`folder`'s manifest as JSON; a ValueError in one line when the folder holds none."""
     path = FileSystems.join(folder, MANIFEST)
     if not FileSystems.exists(path):
+        refuse_missing_bucket(folder)  # no manifest there: a bucket that does not exist says so
         raise ValueError(f"no {MANIFEST} in {folder!r}: expected the output folder of a finished "
                          f"`beam-embed run` (a run writes its {MANIFEST} last: a folder that holds "
                          f"no {MANIFEST} holds no finished run)")

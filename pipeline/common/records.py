@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -18,20 +19,32 @@ class Record:
     source: str
     meta: tuple[tuple[str, str], ...] = ()
 
-    def rows(self) -> tuple[Record, ...]:
+    def rows(self) -> Iterator[Record]:
         """The input records this one stands for, each to get its own output row: itself."""
-        return (self,)
+        yield self
+
+    def row_count(self) -> int:
+        return 1
 
 
 @dataclasses.dataclass(frozen=True)
 class DistinctText(Record):
-    """A text encoded once for every record that holds it (--dedupe): the first such record,
-    and the others in `copies`."""
+    """A text encoded once for every record that holds it (--dedupe, --reuse): the first such
+    record, and of the others only what their rows need besides the text, (id, source, meta)
+    each in `copies`, so a text held by a million records is held once."""
 
-    copies: tuple[Record, ...] = ()
+    copies: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
 
-    def rows(self) -> tuple[Record, ...]:
-        return (Record(self.id, self.text, self.source, self.meta), *self.copies)
+    def first(self) -> Record:
+        return Record(self.id, self.text, self.source, self.meta)
+
+    def rows(self) -> Iterator[Record]:
+        yield self.first()
+        for rid, source, meta in self.copies:
+            yield Record(rid, self.text, source, meta)
+
+    def row_count(self) -> int:
+        return 1 + len(self.copies)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,7 +48,7 @@ class _Progress:
         self._done = 0
 
     def add(self, records: list[Record]) -> None:
-        self._done += sum(len(r.rows()) for r in records)  # --dedupe: each text's rows
+        self._done += sum(r.row_count() for r in records)  # --dedupe: each text's rows
         now = time.monotonic()
         if self._every <= 0 or now - self._last < self._every:
             return
@@ -185,10 +185,11 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         """Counts (Beam metrics only count on the bundle's thread) and progress."""
         counters = beam.metrics.Metrics
         for o in out:
-            if isinstance(o, EmbeddedBatch):
-                counters.counter(NAMESPACE, "embedded").inc(len(o))
-                counters.counter(NAMESPACE, "truncated").inc(int(o.truncated.sum()))
-                counters.counter(NAMESPACE, "tokens").inc(int(o.num_tokens.sum()))
+            if isinstance(o, EmbeddedBatch):  # a --dedupe text counts for each of its rows
+                rows = np.array([r.row_count() for r in o.records])
+                counters.counter(NAMESPACE, "embedded").inc(int(rows.sum()))
+                counters.counter(NAMESPACE, "truncated").inc(int(rows[o.truncated].sum()))
+                counters.counter(NAMESPACE, "tokens").inc(int((o.num_tokens * rows).sum()))
         self._progress.add(records)
         return out
 
@@ -214,19 +215,11 @@ def _embed(records: list[Record], model) -> list:
 
 
 def _embedded(records: list[Record], result) -> EmbeddedBatch:
-    """The batch's rows: a text encoded once for several records (--dedupe's DistinctText)
-    gives each of them a row with its vectors."""
+    """The batch's rows, one a record; a text encoded once for several records (--dedupe's
+    DistinctText) is one row here, given to each of them after (incremental.copied_rows)."""
     from beam_embed.models.tokens import TokenVectors
 
     token_level = isinstance(result, TokenVectors)
-    rows = [r.rows() for r in records]
-    if len(rows) != sum(map(len, rows)):  # sentence vectors only: --dedupe refuses tokens
-        repeats = [len(r) for r in rows]
-        return EmbeddedBatch(
-            records=tuple(row for r in rows for row in r),
-            vectors={c: np.repeat(v, repeats, axis=0) for c, v in result.vectors.items()},
-            num_tokens=np.repeat(result.num_tokens, repeats),
-            truncated=np.repeat(result.truncated, repeats))
     return EmbeddedBatch(records=tuple(records), vectors={} if token_level else result.vectors,
                          num_tokens=result.num_tokens, truncated=result.truncated,
                          tokens=result if token_level else None)

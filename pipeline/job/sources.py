@@ -23,9 +23,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
-from apache_beam.io.filesystem import FileSystem
+from apache_beam.io.filesystem import BeamIOError, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.pipeline.common.buckets import (
+    refuse_if_listing_found_no_bucket,
+    refuse_missing_bucket,
+)
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
@@ -38,6 +42,7 @@ from beam_embed.pipeline.job.formats import (
     detect_format,
 )
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 NAMESPACE = "beam_embed"
 DEAD = "dead"
@@ -71,7 +76,10 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
     for pattern in patterns:
         local = FileSystems.get_scheme(pattern) is None
         files, passed = _match_local(pattern) if local else _match_remote(pattern)
+        _refuse_undecodable_names(pattern, files)
         if not files:
+            if not local:  # nothing found: the bucket may be what is missing
+                refuse_missing_bucket(pattern, "--input")
             if not passed and not local and _is_remote_folder(pattern):
                 raise ValueError(f"--input {pattern!r} is a directory; did you mean "
                                  f"{pattern.rstrip('/') + '/*'!r}?")
@@ -88,7 +96,61 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
             shown = paths[path]
             log(f"--input: skipped {len(paths)} {one if len(paths) == 1 else several}, e.g. "
                 f"{shown} ({why.format(path=path)})")
-    return sorted(found.items())
+    return sorted(_once_each(found).items())
+
+
+def _refuse_undecodable_names(pattern: str, files: dict[str, int]) -> None:
+    """A local file whose name is not UTF-8 (the file system hands it over with the bytes it
+    cannot decode escaped): a ValueError naming it, its bytes shown as `\\xff`. The name
+    goes into the ids and the `source` column, which hold UTF-8 text, so the run cannot write
+    it; the user renames the file or leaves it out."""
+    bad = sorted(p for p in files if not _is_utf8(p))
+    if bad:
+        shown = os.fsencode(bad[0]).decode("utf-8", "backslashreplace")
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ValueError(f"--input {_shown(pattern)} matches a file whose name is not UTF-8: "
+                         f"'{printable(shown)}'{more}; the output holds file names as UTF-8 text "
+                         "(ids, the source column): rename it or leave it out of --input")
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(pattern: str) -> str:
+    """`pattern` quoted, undecodable bytes of it shown as `\\xff`."""
+    return f"'{printable(os.fsencode(pattern).decode('utf-8', 'backslashreplace'))}'" \
+        if not _is_utf8(pattern) else repr(pattern)
+
+
+def _once_each(found: dict[str, int]) -> dict[str, int]:
+    """`found` (path -> size, in the order the patterns gave them) with each local file once,
+    however many names lead to it (`d/a.jsonl`, `./d/a.jsonl`, a link to it): under a name
+    that is not a link where there is one, else the first given; one log line when any was
+    named twice. Object-store names are the objects' own, each listed once already."""
+    names: dict[str, list[str]] = {}
+    for path in found:
+        key = os.path.realpath(path) if FileSystems.get_scheme(path) is None else path
+        names.setdefault(key, []).append(path)
+    twice = {key: paths for key, paths in names.items() if len(paths) > 1}
+    if not twice:
+        return found
+    kept = {}
+    for paths in names.values():
+        own = [p for p in paths if not os.path.islink(p)] or paths
+        kept[own[0]] = found[own[0]]
+    example = twice[min(twice)]
+    own = [p for p in example if p in kept][0]
+    other = next(p for p in example if p != own)
+    n = sum(len(paths) - 1 for paths in twice.values())
+    log(f"--input: {len(twice)} file{'s' if len(twice) > 1 else ''} named more than once "
+        f"({n} more name{'s' if n > 1 else ''}, e.g. {other!r} is {own!r}); each file is read "
+        "once")
+    return kept
 
 
 def _is_folder(pattern: str) -> bool:
@@ -120,10 +182,16 @@ def _listed(passed: list[tuple[str, str, str]]) -> str:
 
 
 def _match_remote(pattern: str) -> tuple[dict[str, int], list[tuple[str, str, str]]]:
-    """Beam's match; a folder placeholder object (a name ending in '/') is a folder."""
+    """Beam's match; a folder placeholder object (a name ending in '/') is a folder. A bucket
+    that does not exist is a MissingBucket (bad configuration), not Beam's failed match."""
     files: dict[str, int] = {}
     passed = []
-    for meta in FileSystems.match([pattern])[0].metadata_list:
+    try:
+        found = FileSystems.match([pattern])[0]
+    except BeamIOError as e:
+        refuse_if_listing_found_no_bucket(pattern, e, "--input")
+        raise
+    for meta in found.metadata_list:
         if meta.path.endswith("/"):
             if "**" not in pattern:  # else the folder's objects are matched too
                 passed.append((FOLDER, meta.path.rstrip("/"), repr(meta.path.rstrip("/"))))
@@ -218,12 +286,18 @@ def check_columns(files: list[tuple[str, int]], input_format: str | None,
 def _fields(file: tuple[str, str]) -> FileFields | None:
     path, fmt = file
     try:
-        if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
-            return None  # a named pipe: what is read here would be lost to the run
+        if not readable_before_the_run(path):
+            return None
         with open_input(path) as f:
             return FIELDS[fmt](path, f)
     except READ_ERRORS:
         return None
+
+
+def readable_before_the_run(path: str) -> bool:
+    """Whether the launcher may read `path` before the run reads it: not a named pipe (what is
+    read there would be lost to the run). An OSError when it cannot be examined."""
+    return FileSystems.get_scheme(path) is not None or stat.S_ISREG(os.stat(path).st_mode)
 
 
 def _names(columns: list[str], shown: int = 30) -> str:
@@ -352,14 +426,23 @@ class PrepareTexts(beam.DoFn):
             self._splitter = SentenceSplitter()
 
     def process(self, record: Record):
-        text = clean_text(record.text) if self._clean else record.text
-        if not text.strip():
+        records = prepared(record, self._clean, self._splitter)
+        if records is None:
             self._empty.inc()
             yield beam.pvalue.TaggedOutput(DEAD, DeadLetter.of(
                 record.id, record.source, "empty text", record.text, kind=EMPTY))
             return
-        record = Record(record.id, text, record.source, record.meta)
-        yield from (self._splitter(record) if self._splitter else [record])
+        yield from records
+
+
+def prepared(record: Record, clean: bool, splitter: SentenceSplitter | None) -> list | None:
+    """The records the job embeds for `record`: its text cleaned up (`clean`) and split into
+    sentences (a `splitter`); None when the text is empty."""
+    text = clean_text(record.text) if clean else record.text
+    if not text.strip():
+        return None
+    record = Record(record.id, text, record.source, record.meta)
+    return list(splitter(record)) if splitter else [record]
 
 
 class ReadCorpus(beam.PTransform):

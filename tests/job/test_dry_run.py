@@ -302,3 +302,22 @@ def test_without_a_job_file_the_description_goes_to_stdout(tiny_export, tmp_path
     assert "WriteParquet" in {s["name"] for s in job["steps"]}
     assert "nothing was submitted -> stdout" in out.err
     assert not (tmp_path / "out").exists() and not (tmp_path / "output").exists()
+
+
+@pytest.mark.parametrize("name, content", [
+    ("c.jsonl", '{"id": "a", "body": "the cat sat"}\n'),
+    ("c.csv", "id,body\na,the cat sat\n")])
+def test_an_input_without_the_text_field_fails_the_dry_run_as_the_run(tiny_export, tmp_path,
+                                                                      capsys, name, content):
+    """The dry run reads the fields of the local files a run would read, and refuses what the
+    run refuses, with the same line, before any output folder."""
+    corpus = tmp_path / name
+    corpus.write_text(content)
+    args = ["--input", str(corpus), "--model", tiny_export, "--output", str(tmp_path / "out")]
+    code, _, _ = dry_run(str(tmp_path), *args, cwd=str(tmp_path))
+    dry = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and not os.path.exists(tmp_path / "job.json")
+    assert main([*args, "--progress_every", "0"]) == 2
+    real = capsys.readouterr().err.strip().splitlines()[-1]
+    assert dry == real and "--text_field 'text' is not a" in dry and str(corpus) in dry
+    assert not os.path.exists(tmp_path / "out")
