@@ -46,8 +46,17 @@ def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     while exc is not None and all(exc is not s for s in seen):
         seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__ or exc.__context__ or _held(exc)
     return seen
+
+
+def _held(exc: BaseException) -> BaseException | None:
+    """The first error a Beam IO error holds: BeamIOError collects each path's error in
+    `exception_details` instead of chaining it, and prints them as a dict's repr."""
+    details = getattr(exc, "exception_details", None)
+    if not isinstance(details, dict):
+        return None
+    return next((e for e in details.values() if isinstance(e, BaseException)), None)
 
 
 def _describe(exc: BaseException) -> str:
