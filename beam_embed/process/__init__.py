@@ -15,7 +15,8 @@ nothing of beam_embed.pipeline or beam_embed.models, and nothing heavy at module
                       garbage collector held off until the run starts
     imports.py        imports refused, for a process's life or while a block runs (TensorFlow's
                       eager Keras import: models/tf_import.py)
-    local_runs.py     a local Beam run: state sampling period, worker processes and Ctrl-C
+    local_runs.py     a local Beam run: state sampling period, worker processes (Ctrl-C, their
+                      stderr)
     blas.py           numpy's BLAS threads, limited around a block of work
     exits.py          the exit codes, Ctrl-C recorded, the process ended without teardown
                       (os._exit after the atexit handlers and a flush)

@@ -263,6 +263,40 @@ def test_a_full_disk_leaves_the_previous_run_as_it_was(tiny_export, tmp_path, ca
         check_shards(load_embedding_set(str(out)), "parquet")
 
 
+def test_a_full_disk_under_two_worker_processes_is_one_line_and_keeps_the_previous_run(
+        tiny_export, tmp_path, monkeypatch):
+    """The shards are written in worker processes, which printed every failed bundle's
+    traceback, and the launcher got the step's error as the text of a traceback (212 lines, 9
+    tracebacks, a last line naming neither the file nor the disk). A patched error does not
+    reach worker processes: this needs the real tmpfs (root, as CI has)."""
+    disk = tmp_path / "disk"
+    with small_disk(disk, "512k") as mounted:
+        assert mounted, "no tmpfs could be mounted: a full disk under worker processes needs one"
+        out = disk / "out"
+        old = write_lines(str(tmp_path / "old.txt"), ["the old cat", "the old dog"])
+        run_job(str(out), "--input", old, "--model", tiny_export)
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        corpus = write_lines(str(tmp_path / "c.txt"),
+                             [f"line {i} the cat sat on the mat again" for i in range(8000)])
+        monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # the tests': the run sets its own
+        run = _start(out, "--input", corpus, "--model", tiny_export, "--overwrite",
+                     "--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
+        try:
+            _, err = run.communicate(timeout=600)
+        finally:
+            run.kill()
+        assert run.returncode == exits.FAILED, err[-3000:]
+        line = _one_error(err)
+        assert re.fullmatch(
+            rf"beam-embed run: the run stopped, nothing was published to {re.escape(str(out))} "
+            rf"\(its previous run, if any, is untouched\): {os.strerror(errno.ENOSPC)}: "
+            rf"{re.escape(str(out))}/\.beam-embed-staging-[0-9a-f]+/\S+ \(in step Write\w+/.*\)",
+            line), line
+        assert all(x.startswith("[beam-embed ") or x == line for x in err.splitlines()), err
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # whole; no staging
+        check_shards(load_embedding_set(str(out)), "parquet")
+
+
 def test_overwrite_never_deletes_look_alikes_that_no_manifest_lists(tiny_export, tmp_path,
                                                                     capsys):
     out = tmp_path / "out"
