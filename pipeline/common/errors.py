@@ -48,11 +48,13 @@ class IncompleteInput(CommandError):
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """`exc` and its causes, outermost first (each exception once)."""
+    """`exc` and its causes, outermost first (each exception once); `raise ... from None` ends
+    it, as it ends a traceback."""
     seen: list[BaseException] = []
     while exc is not None and all(exc is not s for s in seen):
         seen.append(exc)
-        exc = exc.__cause__ or exc.__context__ or _held(exc)
+        context = None if exc.__suppress_context__ else exc.__context__
+        exc = exc.__cause__ or context or _held(exc)
     return seen
 
 
