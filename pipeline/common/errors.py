@@ -18,6 +18,7 @@ import traceback
 
 from beam_embed.process import exits
 from beam_embed.process.log import is_verbose, set_verbose
+from beam_embed.process.terminal import printable
 
 DEBUG_FLAG = "--debug"
 _STEP = re.compile(r"\[while running '([^']+)'\]")
@@ -134,7 +135,8 @@ def report(prog: str, exc: BaseException) -> int:
     """Prints `exc` as one line (the traceback too when verbose); returns its exit code."""
     if is_verbose():
         traceback.print_exception(exc, file=sys.stderr)
-    print(f"{prog}: {one_line(exc)}", file=sys.stderr, flush=True)
+    # the line names the user's paths and quotes their data: shown, never obeyed by the terminal
+    print(f"{prog}: {printable(one_line(exc))}", file=sys.stderr, flush=True)
     return exit_code(exc)
 
 

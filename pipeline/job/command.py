@@ -20,12 +20,13 @@ from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_e
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed run"
 
 
 def _bad_config(e: ValueError) -> int:
-    print(f"{PROG}: {e}", file=sys.stderr)
+    print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
     return exits.BAD_CONFIG
 
 
