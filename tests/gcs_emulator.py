@@ -23,10 +23,12 @@ START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
-def running_emulator(bucket: str = BUCKET, host: str = "127.0.0.1"):
+def running_emulator(bucket: str = BUCKET, host: str = "127.0.0.1", held: str = ""):
     """Starts the emulator on `host` and yields its URL (for STORAGE_EMULATOR_HOST); stops it
-    after. Raises RuntimeError, with the emulator's own output, when it does not start."""
-    process = subprocess.Popen([sys.executable, __file__, bucket, host], stdin=subprocess.PIPE,
+    after. `held`: objects whose names hold it are never deleted (_hold). Raises RuntimeError,
+    with the emulator's own output, when it does not start."""
+    process = subprocess.Popen([sys.executable, __file__, bucket, host, held],
+                               stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -119,12 +121,47 @@ def _first_line(process: subprocess.Popen) -> str:
     return got[0] if got else f"(nothing within {START_TIMEOUT_S} s)"
 
 
-def _serve(bucket: str, host: str) -> None:
+def _hold(marker: str) -> None:
+    """Objects whose names hold `marker` are not deleted: their deletes, one at a time or in a
+    batch, answer 403 as Cloud Storage's do for an object under a hold (or a caller without
+    delete permission). The emulator has neither holds nor permissions."""
+    from http import HTTPStatus
+
+    from gcp_storage_emulator import server
+    from gcp_storage_emulator.handlers import objects
+
+    text = "Object is under active Temporary hold and cannot be deleted, overwritten or archived"
+    refusal = {"error": {"code": 403, "message": text,
+                         "errors": [{"message": text, "domain": "global", "reason": "forbidden"}]}}
+    one, batched = objects.delete, objects._BATCH_METHOD_HANDLERS["DELETE"]
+
+    def delete(request, response, storage, *args, **kwargs):
+        if marker not in request.params["object_id"]:
+            return one(request, response, storage, *args, **kwargs)
+        response.status = HTTPStatus.FORBIDDEN
+        response.json(refusal)
+
+    def delete_in_a_batch(request, item, storage, bucket_name, object_id, meta, response):
+        if not object_id or marker not in object_id:
+            return batched(request, item, storage, bucket_name, object_id, meta, response)
+        objects._batch_write_json(response, "HTTP/1.1 403 Forbidden", refusal)
+        return True
+
+    objects._BATCH_METHOD_HANDLERS["DELETE"] = delete_in_a_batch
+    routes = [handlers for _, handlers in server.HANDLERS if handlers.get("DELETE") is one]
+    assert routes, "the emulator no longer routes deletes where this expects"
+    for handlers in routes:
+        handlers["DELETE"] = delete
+
+
+def _serve(bucket: str, host: str = "127.0.0.1", held: str = "") -> None:
     import logging
 
     from gcp_storage_emulator.server import create_server
 
     logging.disable(logging.WARNING)  # a request log line per call otherwise
+    if held:
+        _hold(held)
     server = create_server(host, 0, in_memory=True, default_bucket=bucket)
     server.start()
     print(server._api._httpd.server_address[1], flush=True)
@@ -133,4 +170,4 @@ def _serve(bucket: str, host: str) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1")
+    _serve(*sys.argv[1:4])

@@ -10,11 +10,13 @@ nothing of beam_embed.pipeline or beam_embed.models, and nothing heavy at module
     log.py            the tool's own lines, and whether -v was asked (BEAM_EMBED_VERBOSE)
     terminal.py       text from an input made safe to print (escapes, not terminal commands)
     gcs_auth.py       gs:// credentials found in one look, or anonymous access said in one line
+    gcs_endpoint.py   Cloud Storage reachable at all, checked once before the first gs:// request
     job_process.py    a job's own process: pandas and other runners' clients refused, the
                       garbage collector held off until the run starts
     imports.py        imports refused, for a process's life or while a block runs (TensorFlow's
                       eager Keras import: models/tf_import.py)
-    local_runs.py     a local Beam run: state sampling period, worker processes and Ctrl-C
+    local_runs.py     a local Beam run: state sampling period, worker processes (Ctrl-C, their
+                      stderr)
     blas.py           numpy's BLAS threads, limited around a block of work
     exits.py          the exit codes, Ctrl-C recorded, the process ended without teardown
                       (os._exit after the atexit handlers and a flush)

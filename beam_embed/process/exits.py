@@ -23,6 +23,7 @@ INCOMPLETE_INPUT = 3  # an input file ends early or is corrupt (run: finished, t
 NOTHING_EMBEDDED = 4  # run: finished, but no record was embedded (all empty or dead-lettered)
 OUTPUT_BUSY = 5  # run: another run holds the output folder (or a killed one left its claim)
 INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C: 130, what a shell reports for a process it stopped
+STOPPED = 128 + signal.SIGTERM  # SIGTERM (a scheduler, `timeout`): 143, as a shell reports it
 
 _interrupts: list[int] = []  # the SIGINTs received while interrupts_recorded() is active
 _recording = 0  # interrupts_recorded() blocks that installed the handler and are still open
@@ -74,6 +75,38 @@ def interrupted() -> bool:
     return bool(_interrupts)
 
 
+@contextlib.contextmanager
+def unwound_on_sigterm() -> Iterator[list[int]]:
+    """SIGTERM (a scheduler stopping a command, `timeout`) unwinds the block like Ctrl-C, by a
+    SystemExit(STOPPED), so what it holds (an output folder's claim, a staging folder) is
+    released on the way out; only SIGKILL leaves a claim for --overwrite to take over. Yields
+    the signals received: Beam re-raises what a step raised as its own error, so the caller
+    tells a stopped run from a failed one by this list (`stopped_by`), not by the exception.
+    Installed only on the main thread, where Python runs signal handlers."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def stop(signum, frame):
+        received.append(signum)
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stopped_by(received: list[int], error: BaseException) -> None:
+    """Raises SystemExit(128 + the signal) from `error` when unwound_on_sigterm's `received`
+    holds one: `error` is then what Beam made of the SystemExit raised inside a step, and the
+    command was stopped, not failed."""
+    if received:
+        raise SystemExit(128 + received[0]) from error
+
+
 def exit_now(code: int | None) -> NoReturn:
     """Ends the process with `code` (None: OK) without the interpreter's teardown. A command
     returns only once its files are closed, published and its claim released; what is left is
@@ -96,7 +129,7 @@ def exit_now(code: int | None) -> NoReturn:
 
 def exit_after(command: Callable[[], int | None]) -> NoReturn:
     """Runs `command` and ends the process with its code through exit_now. A SystemExit ends it
-    the same way: SIGTERM unwinds a run with one (the job's unwound_on_sigterm) once its claim is
+    the same way: SIGTERM unwinds a command with one (unwound_on_sigterm) once its claim is
     released, and the step it stopped may leave a thread running that the
     interpreter's teardown would wait on for ever (Beam's state sampler, when the signal lands
     after its thread starts and before it is marked started)."""

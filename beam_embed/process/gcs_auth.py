@@ -9,7 +9,9 @@ environment (GOOGLE_APPLICATION_CREDENTIALS), gcloud's application-default file,
 metadata server that Google Cloud machines have, asked once with a short timeout unless the
 machine's firmware says it is a Compute Engine VM (then google-auth's own check runs). None found:
 one line of the tool's own, and anonymous access. STORAGE_EMULATOR_HOST names a local emulator,
-which takes no credentials: anonymous at once, nothing looked up.
+which takes no credentials: anonymous at once, nothing looked up. The look runs just before a
+process's first gs:// request, so that is where Cloud Storage is first checked to be reachable
+at all (gcs_endpoint.py).
 
 `install()` runs at every process entry (beam_embed.process.set_up): it puts this look in place of
 Beam's when Beam's auth module loads, so a command that never touches Beam (its --help, a flag
@@ -24,6 +26,7 @@ import logging
 import os
 import sys
 
+from beam_embed.process.gcs_endpoint import EMULATOR_ENV, check_reachable
 from beam_embed.process.log import is_verbose, log
 from beam_embed.process.private_apis import (
     BEAM_AUTH_MODULE,
@@ -34,7 +37,6 @@ from beam_embed.process.private_apis import (
     replace_beam_credentials_look,
 )
 
-EMULATOR_ENV = "STORAGE_EMULATOR_HOST"  # google-cloud-storage's: the emulator's URL
 CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
 ANONYMOUS = ("no Google Cloud credentials found; reading gs:// anonymously (set "
              "GOOGLE_APPLICATION_CREDENTIALS or run `gcloud auth application-default login`)")
@@ -45,7 +47,9 @@ METADATA_TIMEOUT_S = 0.5
 
 def service_credentials(pipeline_options):
     """What Beam's own look returns: its adapter around the credentials found, or None for
-    anonymous access."""
+    anonymous access. First, Cloud Storage is checked to be reachable at all (gcs_endpoint.py):
+    the first gs:// request follows, and it would be retried for two minutes."""
+    check_reachable()
     if os.environ.get(EMULATOR_ENV):
         return None
     import google.auth

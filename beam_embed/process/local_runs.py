@@ -1,9 +1,10 @@
 """A local Beam run's process tuned: its bundles' state sampled more often, and the worker
-processes it starts leaving Ctrl-C to it. `tune_local_run` is called where a local run gets its
+processes it starts leaving Ctrl-C to it and printing only the tool's own lines. `tune_local_run` is called where a local run gets its
 runner (beam_embed.pipeline.common.runners.runner_for), in whichever process that is."""
 
 from __future__ import annotations
 
+from beam_embed.process.log import LOG_FD_ENV, WORKER_LOG_FD, quiet_asked
 from beam_embed.process.private_apis import (
     prefix_worker_command_lines,
     set_state_sampling_period,
@@ -24,21 +25,37 @@ def shorten_state_sampling() -> bool:
 
 
 IGNORE_SIGINT = "trap '' INT; "  # sh: SIGINT ignored, and an ignored signal stays so in exec
+# sh: the worker's stderr to /dev/null, and a copy of it as the fd log.py writes the tool's own
+# lines to (a worker's progress lines)
+QUIET_STDERR = f"export {LOG_FD_ENV}={WORKER_LOG_FD}; exec {WORKER_LOG_FD}>&2 2>/dev/null; "
 
 
-def workers_leave_ctrl_c_to_the_launcher() -> bool:
-    """The worker processes of a multi-process local run ignore SIGINT; False (nothing changed)
-    when Beam no longer starts them the way this expects. Ctrl-C at a terminal signals the whole
-    process group: each worker died of its KeyboardInterrupt and printed its traceback, while
-    the launcher stops the run anyway (closing a worker's control stream ends it). Beam starts
-    each worker through `sh -c` (SubprocessSdkWorker.run), so the shell sets SIGINT ignored
-    before the worker's Python starts, and Python keeps a signal it finds ignored."""
-    return prefix_worker_command_lines(IGNORE_SIGINT)
+def worker_command_prefix() -> str:
+    """What each worker process of a multi-process local run runs before its command line:
+
+    - SIGINT ignored. Ctrl-C at a terminal signals the whole process group: each worker died of
+      its KeyboardInterrupt and printed its traceback, while the launcher stops the run anyway
+      (closing a worker's control stream ends it). Beam starts each worker through `sh -c`
+      (SubprocessSdkWorker.run), so the shell sets SIGINT ignored before the worker's Python
+      starts, and Python keeps a signal it finds ignored.
+    - When the command runs quiet (no -v): the worker's stderr sent away, the tool's own lines
+      kept. A worker prints the traceback of every bundle that fails (Beam's SdkHarness, on top
+      of logging it to the launcher, which reports the error in one line), and Python prints
+      what fails in a finalizer (a Parquet writer closing on a full disk) there too: on a full
+      disk two workers printed 200 lines and 9 tracebacks."""
+    return IGNORE_SIGINT + (QUIET_STDERR if quiet_asked() else "")
+
+
+def set_worker_command_lines() -> bool:
+    """The worker processes of multi-process local runs start with worker_command_prefix();
+    False (nothing changed) when Beam no longer starts them the way this expects."""
+    return prefix_worker_command_lines(worker_command_prefix)
 
 
 def tune_local_run() -> None:
     """Before a local run (Beam's in-process runner) starts: its bundles sample their state
     every SAMPLING_PERIOD_MS (in this process; worker processes keep Beam's period), and its
-    worker processes, when it starts some, leave Ctrl-C to this one."""
+    worker processes, when it starts some, leave Ctrl-C to this one and print only the tool's
+    own lines unless -v."""
     shorten_state_sampling()
-    workers_leave_ctrl_c_to_the_launcher()
+    set_worker_command_lines()

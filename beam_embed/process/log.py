@@ -11,13 +11,30 @@ import time
 from beam_embed.process.terminal import printable
 
 VERBOSE_ENV = "BEAM_EMBED_VERBOSE"
+# Set in a local run's worker processes whose stderr is sent away (local_runs.py): the file
+# descriptor of their launcher's stderr, where the tool's own lines still go.
+LOG_FD_ENV, WORKER_LOG_FD = "BEAM_EMBED_LOG_FD", 3
+_streams: dict[int, object] = {}
+
+
+def _stream():
+    """Where the tool's lines go: stderr, or the descriptor LOG_FD_ENV names."""
+    fd = os.environ.get(LOG_FD_ENV, "")
+    if not fd.isdigit():
+        return sys.stderr
+    if int(fd) not in _streams:
+        try:
+            _streams[int(fd)] = open(int(fd), "w", closefd=False)  # noqa: SIM115 - the process's
+        except OSError:  # not open in this process: stderr it is
+            _streams[int(fd)] = sys.stderr
+    return _streams[int(fd)]
 
 
 def log(message: str) -> None:
     # Messages quote file names, ids and exception text from the input: shown, never obeyed by
     # the terminal (each line kept a line).
     safe = "\n".join(map(printable, message.split("\n")))
-    print(f"[beam-embed {time.strftime('%H:%M:%S')}] {safe}", file=sys.stderr, flush=True)
+    print(f"[beam-embed {time.strftime('%H:%M:%S')}] {safe}", file=_stream(), flush=True)
 
 
 def set_verbose(on: bool = True) -> None:

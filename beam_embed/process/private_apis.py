@@ -158,25 +158,26 @@ def set_state_sampling_period(period_ms: int) -> bool:
     return True
 
 
-def prefix_worker_command_lines(prefix: str) -> bool:
+def prefix_worker_command_lines(prefix: Callable[[], str]) -> bool:
     """Makes the worker processes a local multi-process run starts (Beam's
-    SubprocessSdkWorker, through `sh -c`) run `prefix` before their command line; False
-    (nothing changed) when the worker no longer keeps its command line where this expects.
-    Beam offers no hook on how it starts them."""
+    SubprocessSdkWorker, through `sh -c`) run `prefix()` (asked as each starts) before their
+    command line; False (nothing changed) when the worker no longer keeps its command line
+    where this expects. Beam offers no hook on how it starts them."""
     from apache_beam.runners.portability import local_job_service
 
     worker = local_job_service.SubprocessSdkWorker
-    if getattr(worker.run, "command_line_prefix", None) == prefix:
+    if getattr(worker.run, "command_line_prefix", None) is prefix:
         return True
     if "_worker_command_line" not in worker.__init__.__code__.co_names:  # where run reads it
         return False
-    start = worker.run
+    start = worker.run.__wrapped__ if hasattr(worker.run, "command_line_prefix") \
+        else worker.run  # one prefix: another one's wrapper is replaced, not wrapped
 
     @functools.wraps(start)
     def run(self):
-        line = self._worker_command_line
-        if isinstance(line, str) and not line.startswith(prefix):
-            self._worker_command_line = prefix + line
+        line, added = self._worker_command_line, prefix()
+        if isinstance(line, str) and not line.startswith(added):
+            self._worker_command_line = added + line
         return start(self)
 
     run.command_line_prefix = prefix

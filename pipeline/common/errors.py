@@ -18,12 +18,19 @@ import traceback
 
 from beam_embed.process import exits
 from beam_embed.process.log import is_verbose, set_verbose
+from beam_embed.process.terminal import printable
 
 DEBUG_FLAG = "--debug"
 _STEP = re.compile(r"\[while running '([^']+)'\]")
 # Beam logs a failing step's traceback before re-raising it; the one line says it already.
+# A local run's worker processes log it to the launcher, which logs each of their lines again.
 _BEAM_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker.sdk_worker",
-                       "apache_beam.runners.portability.fn_api_runner.fn_runner")
+                       "apache_beam.runners.portability.fn_api_runner.fn_runner",
+                       "apache_beam.runners.portability.local_job_service")
+# A step that failed in a worker process reaches the launcher as the text of its traceback
+_REMOTE = "Traceback (most recent call last):"
+_RAISED = re.compile(r"([A-Za-z_][\w.]*): (.*)")  # a traceback's last line: `Type: message`
+_OS_ERROR = re.compile(r"\[Errno (\d+)\] (.*?)(?:: '(.*)')?")  # OSError's str(), its file last
 
 
 class CommandError(Exception):
@@ -42,21 +49,60 @@ class IncompleteInput(CommandError):
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """`exc` and its causes, outermost first (each exception once)."""
+    """`exc` and its causes, outermost first (each exception once); `raise ... from None` ends
+    it, as it ends a traceback."""
     seen: list[BaseException] = []
     while exc is not None and all(exc is not s for s in seen):
         seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+        context = None if exc.__suppress_context__ else exc.__context__
+        exc = exc.__cause__ or context or _held(exc)
     return seen
+
+
+def _held(exc: BaseException) -> BaseException | None:
+    """The first error a Beam IO error holds: BeamIOError collects each path's error in
+    `exception_details` instead of chaining it, and prints them as a dict's repr."""
+    details = getattr(exc, "exception_details", None)
+    if not isinstance(details, dict):
+        return None
+    return next((e for e in details.values() if isinstance(e, BaseException)), None)
+
+
+def _with_files(strerror: str, *files) -> str:
+    named = [str(f) for f in files if f]
+    return strerror + (f": {' -> '.join(named)}" if named else "")
+
+
+def _remote(text: str) -> str | None:
+    """The message of the error a worker process's traceback `text` ends with, as a local one
+    is described (an OSError: its cause and file; else `Type: message`); None when `text` is
+    not a traceback. Beam re-raises a step's error as `RuntimeError: OSError: ...`: the
+    innermost type is the one that says what happened."""
+    if not text.startswith(_REMOTE):
+        return None
+    last = next((line for line in reversed(text.splitlines())
+                 if line.strip() and not line[0].isspace() and _RAISED.fullmatch(line)), None)
+    if last is None:
+        return None
+    kind, message = _RAISED.fullmatch(_STEP.sub("", last).strip()).groups()
+    while (inner := _RAISED.fullmatch(message)) and inner.group(1).endswith(("Error",
+                                                                             "Exception")):
+        kind, message = inner.groups()
+    os_error = _OS_ERROR.fullmatch(message)
+    if os_error:
+        return _with_files(os_error.group(2), os_error.group(3))
+    return f"{kind}: {message}"
 
 
 def _describe(exc: BaseException) -> str:
     """One exception's own message, with the file it names."""
     if isinstance(exc, OSError) and exc.strerror:
-        files = [f for f in (exc.filename, exc.filename2) if f]
-        return exc.strerror + (f": {' -> '.join(map(str, files))}" if files else "")
+        return _with_files(exc.strerror, exc.filename, exc.filename2)
     message = getattr(exc, "message", None)  # TensorFlow's OpError keeps its own text here
     text = str(message if isinstance(message, str) and message else exc).strip()
+    remote = _remote(text)
+    if remote is not None:
+        return remote
     text = _STEP.sub("", text).strip()
     if not text:
         return type(exc).__name__
@@ -72,7 +118,8 @@ def one_line(exc: BaseException) -> str:
     ours = [e for e in chain if isinstance(e, CommandError)]
     cause = ours[-1] if ours else chain[-1]
     text = _describe(cause)
-    if not ours and not isinstance(cause, (OSError, EOFError)) and type(cause).__name__ not in text:
+    if not ours and not isinstance(cause, (OSError, EOFError)) and \
+            type(cause).__name__ not in text and _remote(str(cause).strip()) is None:
         text = f"{type(cause).__name__}: {text}"
     if ours:  # our message says everything already
         return text
@@ -88,7 +135,8 @@ def report(prog: str, exc: BaseException) -> int:
     """Prints `exc` as one line (the traceback too when verbose); returns its exit code."""
     if is_verbose():
         traceback.print_exception(exc, file=sys.stderr)
-    print(f"{prog}: {one_line(exc)}", file=sys.stderr, flush=True)
+    # the line names the user's paths and quotes their data: shown, never obeyed by the terminal
+    print(f"{prog}: {printable(one_line(exc))}", file=sys.stderr, flush=True)
     return exit_code(exc)
 
 

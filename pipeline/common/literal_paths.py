@@ -20,6 +20,7 @@ import glob
 import os
 import re
 import shutil
+from http import HTTPStatus
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
@@ -95,16 +96,44 @@ def delete_files(paths) -> None:
         FileSystems.delete(remote)
 
 
+class NotDeleted(OSError):
+    """Objects an object store kept when asked to delete them (under a hold, no permission)."""
+
+
 def delete_folders(paths) -> None:
     """Deletes folders with everything in them: a local one by its own path (shutil.rmtree,
     which never follows a link out of it); on object stores every object under the name (a
-    trailing "/" makes it a prefix, not a pattern)."""
+    trailing "/" makes it a prefix, not a pattern). Raises an OSError when something stays:
+    NotDeleted, naming an object kept and why, on object stores."""
     for path in paths:
         if not is_remote(path):
             shutil.rmtree(path)
     remote = [p.rstrip("/") + "/" for p in paths if is_remote(p)]
     if remote:
-        FileSystems.delete(remote)
+        FileSystems.delete(remote)  # gs://: what this cannot delete is only logged, so look
+        left = [o for p in remote for o in objects_under(p)]
+        if left:
+            _delete_by_name(left)
+
+
+def _delete_by_name(objects: list[str]) -> None:
+    """Deletes `objects` by their names, whose deletes report each failure; NotDeleted names
+    those kept."""
+    try:
+        delete_files(objects)
+    except BeamIOError as e:  # its dict of paths and status codes, said in words
+        kept = sorted(map(str, e.exception_details or {})) or objects
+        why = (e.exception_details or {}).get(kept[0], e)
+        raise NotDeleted(f"{len(kept)} object(s) could not be deleted, e.g. {kept[0]} "
+                         f"({_status(why) if isinstance(why, int) else why})") from None
+
+
+def _status(code: int) -> str:
+    """gs://: the HTTP status an object's delete answered, as `403 Forbidden`."""
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
 
 
 class ExactFinalize(FinalizeHooks):

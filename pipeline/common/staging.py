@@ -132,11 +132,22 @@ def remove_leftovers(folder: str, taken_over: str | None = None) -> list[str]:
     """Deletes the staging folders that earlier (killed) runs left in `folder`: those their
     markers name, and that of the run `taken_over` (the run id of the claim this run took
     over). Call it only while holding the folder's claim, before making this run's: then no
-    other run is writing them."""
-    stale = _run_stagings(folder, taken_over)
-    if stale:
-        delete_folders(stale)
-    return stale
+    other run is writing them. Returns those removed; one that stays is a warning (a run need
+    not wait on what another left)."""
+    return [path for path in _run_stagings(folder, taken_over) if _removed(path)]
+
+
+def _removed(staging: str) -> bool:
+    """Deletes a run's staging folder; False, with a warning naming what stayed and why, when
+    something did (an object under a hold, a file without permission)."""
+    try:
+        delete_folders([staging])
+        return True
+    except OSError as e:
+        again = ("the next run into the folder tries again" if _run_staging(staging)
+                 else "remove it by hand")
+        log(f"warning: could not remove {staging}: {one_line(e)}; {again}")
+        return False
 
 
 def _holds_anything(folder: str) -> bool:
@@ -149,10 +160,13 @@ def _holds_anything(folder: str) -> bool:
 def discard(staging: str) -> None:
     """Removes a failed run's staging folder (a later run would remove it otherwise)."""
     try:
-        if _holds_anything(staging):
-            delete_folders([staging])
+        there = _holds_anything(staging)
     except OSError as e:
-        log(f"warning: could not remove {staging} ({e}); the next run into the folder will")
+        log(f"warning: could not look for {staging} ({one_line(e)}); the next run into the "
+            "folder removes it")
+        return
+    if there:
+        _removed(staging)
 
 
 def _path(folder: str, name: str) -> str:
@@ -386,4 +400,4 @@ def _swap(staging: str, folder: str, old: list[str], new: list[str]) -> None:
                 os.makedirs(_path(folder, parent), exist_ok=True)
         FileSystems.rename([_path(staging, n) for n in new], [_path(folder, n) for n in new])
     FileSystems.rename([_path(staging, MANIFEST)], [_path(folder, MANIFEST)])
-    delete_folders([staging])
+    _removed(staging)  # the run is published: what stays of its staging folder is a warning

@@ -12,23 +12,21 @@ the same job and describes it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
 import sys
-import threading
 
 from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed run"
 
 
 def _bad_config(e: ValueError) -> int:
-    print(f"{PROG}: {e}", file=sys.stderr)
+    print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
     return exits.BAD_CONFIG
 
 
@@ -112,7 +110,7 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
 
     settings = run.settings
     given = settings if given is None else given
-    with unwound_on_sigterm() as stopped, \
+    with exits.unwound_on_sigterm() as stopped, \
             claim_output(run.output, settings.overwrite, [PROG, *argv], options=options) as claim:
         try:  # checked again under the claim: a run may have finished there since
             previous = check_output(run.output, JOB, settings.overwrite)
@@ -143,8 +141,7 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
             execute(options, run.writing_to(staging))
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)
-            if stopped:  # SIGTERM inside a Beam step, which wraps the SystemExit raised there
-                raise SystemExit(128 + stopped[0]) from e
+            exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
             raise CommandError(f"the run stopped, nothing was published to {run.output} (its "
                                f"previous run, if any, is untouched): {one_line(e)}") from e
         except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
@@ -160,28 +157,6 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
     from beam_embed.pipeline.job.summary import summarize
 
     return summarize(run.output, settings.allow_incomplete_input)
-
-
-@contextlib.contextmanager
-def unwound_on_sigterm():
-    """SIGTERM (a scheduler stopping the run, `timeout`) unwinds the run like Ctrl-C, so its
-    claim is released; only SIGKILL leaves a claim for --overwrite to take over. Yields the
-    signals received: Beam re-raises what a step raised as its own error, so the caller tells
-    a stopped run from a failed one by this list, not by the exception."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def stop(signum, frame):
-        received.append(signum)
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield received
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def execute(options, run) -> None:

@@ -3,8 +3,9 @@
 import sys
 
 from beam_embed.process import enter
+from beam_embed.process.exits import exit_after
 
 enter("pca", sys.argv[1:])  # before anything imports TensorFlow
 from beam_embed.pipeline.pca.command import main  # noqa: E402
 
-sys.exit(main())
+exit_after(main)

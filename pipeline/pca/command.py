@@ -31,6 +31,7 @@ from beam_embed.pipeline.pca.limits import (
 )
 from beam_embed.process import exits
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed pca"
 
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
 
         plan = check(args)
     except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
         return exits.BAD_CONFIG
     from beam_embed.pipeline.pca.job import run
 

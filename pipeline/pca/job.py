@@ -247,7 +247,8 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
     if output_format(plan.fmt).tensorflow:
         import_tensorflow()  # e.g. TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
-    with claim_output(plan.output, plan.overwrite, command, options=options) as claim:
+    with exits.unwound_on_sigterm() as stopped, \
+            claim_output(plan.output, plan.overwrite, command, options=options) as claim:
         try:  # checked again under the claim: a job may have finished there since
             previous = check_output(plan.output, PCA_OUTPUT, plan.overwrite)
         except ValueError as e:
@@ -261,10 +262,11 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
             manifest = _write_all(staged, options)
         except Exception as e:  # the previous run, if any, is untouched; say where this stopped
             discard(staging)
+            exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
             raise CommandError(f"the run stopped, nothing was published to {plan.output} (its "
                                f"previous run, if any, is untouched): {one_line(e)}",
                                exit_code(e)) from e
-        except BaseException:  # Ctrl-C: nothing of the run stays behind either
+        except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
             discard(staging)
             raise
         try:

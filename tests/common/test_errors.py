@@ -35,6 +35,28 @@ def test_beam_step_error_is_its_innermost_cause_and_step():
     assert one_line(error) == f"{os.strerror(errno.ENOSPC)} (in step WriteShards)"
 
 
+def _unknown_value(x):
+    raise ValueError(f"no such value: {x}")
+
+
+@pytest.mark.pipeline  # worker processes start
+@pytest.mark.parametrize("step, expected", [
+    (_fill_device, f"{os.strerror(errno.ENOSPC)} (in step WriteShards)"),
+    (_unknown_value, "ValueError: no such value: 1 (in step WriteShards)")])
+def test_a_step_that_failed_in_a_worker_process_is_its_innermost_cause_and_step(step, expected):
+    """There the runner gets the step's error as the text of the worker's traceback (which was
+    the line: `RuntimeError: Traceback (most recent call last):`)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    options = PipelineOptions(["--direct_num_workers", "1",
+                               "--direct_running_mode", "multi_processing"])
+    with pytest.raises(Exception) as raised:
+        with beam.Pipeline(runner=FnApiRunner(), options=options) as p:
+            _ = p | beam.Create([1]) | "WriteShards" >> beam.Map(step)
+    assert "Traceback (most recent call last):" in str(raised.value)  # only its text came back
+    assert one_line(raised.value) == expected
+
+
 def test_os_yaml_and_plain_errors():
     with pytest.raises(FileNotFoundError) as missing:
         open("/nonexistent/config.yaml")

@@ -283,3 +283,43 @@ def test_ctrl_c_inside_the_pca_pipeline_exits_130(tiny_export, tmp_path):
     err = _interrupted(pca)
     assert err.strip().splitlines()[-1] == "beam-embed pca: interrupted"
     assert not (viz / CLAIM).exists() and not (viz / "manifest.json").exists()
+
+
+def _stopped(process: subprocess.Popen) -> str:
+    """Sends SIGTERM (a scheduler, `timeout`); asserts the exit code 128 + SIGTERM and no
+    traceback; returns stderr."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    return err
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("held_at", ["beam_embed.pipeline.pca.fit:fit_pca",  # a Beam step
+                                     "beam_embed.pipeline.pca.plots:write_png"])  # after Beam
+def test_a_sigterm_stopped_pca_releases_its_claim_and_the_next_pca_runs(tiny_export, tmp_path,
+                                                                         held_at):
+    """Stopped by SIGTERM inside the pipeline or after it: exit 143, the claim released, the
+    staging folder removed, the previous viz untouched; the next plain pca into the folder runs
+    (it was refused with exit 5, the claim left behind)."""
+    from beam_embed.pipeline.pca.command import main as pca
+
+    embeddings = tmp_path / "emb"
+    run_job(str(embeddings), "--input", write_lines(
+        str(tmp_path / "c.txt"), [f"line {i} the cat sat" for i in range(50)]),
+        "--model", tiny_export)
+    viz, marker = tmp_path / "viz", tmp_path / "held"
+    stopped = _start(["pca", "--input", str(embeddings), "--output", str(viz), "--components",
+                      "2"], held_at=held_at, marker=marker)
+    _wait_for(marker.exists, stopped)
+    assert (viz / CLAIM).exists()
+    assert any(p.name.startswith(".beam-embed-staging-") for p in viz.iterdir())
+    _stopped(stopped)
+    assert os.listdir(viz) == []  # no claim, no staging folder, nothing published
+    assert pca(["--input", str(embeddings), "--output", str(viz), "--components", "2"]) == \
+        exits.OK
+    assert (viz / "manifest.json").exists() and not (viz / CLAIM).exists()

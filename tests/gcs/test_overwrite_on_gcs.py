@@ -195,3 +195,39 @@ def test_glob_characters_in_a_gcs_viz_folder_are_part_of_its_name(gcs, tmp_path)
     manifest = json.loads(after["manifest.json"])
     assert manifest["fit"]["components"] == 2 and manifest["projections"]["rows"] == 150
     assert not [k for k in after if k.startswith(staging.STAGING_PREFIX)]
+
+
+def test_a_leftover_cloud_storage_keeps_is_said_and_never_reported_removed(tiny_export,
+                                                                          tmp_path, monkeypatch,
+                                                                          capsys):
+    """A killed run's staging folder holding an object that cannot be deleted (under a hold):
+    Beam's recursive delete only logs that, and the run said `removed ..., left by a run that
+    did not finish` with the object still there. Now only what is gone is reported removed; what
+    stays is a warning naming it and the answer, and the run goes on."""
+    from tests.gcs_emulator import GcsFolder, running_emulator, use_emulator
+
+    with running_emulator(held="HELD") as url:
+        use_emulator(monkeypatch, url, str(tmp_path / "cache"))
+        gcs = GcsFolder.new(url, "held-leftover")
+        gcs.upload("a.txt", _lines(4, "old"))
+        assert _run(gcs, tiny_export, "a.txt") == exits.OK
+        held_id, gone_id = "0123456789ab", "ba9876543210"
+        for run_id, names in ((held_id, ["HELD-shard.parquet", "beam-temp-x/part"]),
+                              (gone_id, ["beam-temp-y/part"])):
+            left = f"out/{staging.STAGING_PREFIX}{run_id}"
+            gcs.upload(f"{left}/{staging.STAGING_MARKER}", json.dumps({"run_id": run_id}))
+            for name in names:
+                gcs.upload(f"{left}/{name}", b"a killed run's")
+        capsys.readouterr()
+
+        assert _run(gcs, tiny_export, "a.txt", "--overwrite") == exits.OK
+        err = capsys.readouterr().err
+        after = gcs.snapshot("out")
+    held, gone = (gcs.path(f"out/{staging.STAGING_PREFIX}{i}") for i in (held_id, gone_id))
+    assert f"removed {gone}, left by a run that did not finish" in err
+    assert f"removed {held}" not in err
+    assert (f"warning: could not remove {held}: 1 object(s) could not be deleted, e.g. "
+            f"{held}/HELD-shard.parquet (403 Forbidden); remove it by hand") in err
+    assert [k for k in after if k.startswith(staging.STAGING_PREFIX)] == [
+        f"{staging.STAGING_PREFIX}{held_id}/HELD-shard.parquet"]  # the one object kept
+    assert _texts(after) == sorted(f"old the cat sat on the mat {i}" for i in range(4))

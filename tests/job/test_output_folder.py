@@ -219,26 +219,32 @@ def _one_error(err: str) -> str:
     return errors[0]
 
 
+@pytest.mark.parametrize("name", ["out", "out\x1b]0;owned\x07\x1b[31m\u202e"])
 def test_a_full_disk_is_one_line_and_publishes_nothing(tiny_export, tmp_path, capsys,
-                                                       monkeypatch):
+                                                       monkeypatch, name):
     """On a 256 KiB tmpfs where the machine allows mounting one; else every shard write fails
-    with ENOSPC the way a full disk fails it."""
+    with ENOSPC the way a full disk fails it. An output named with terminal escapes (a window
+    title, a colour, a right-to-left override) is shown escaped, as every line shows it (the
+    line printed it raw, twice)."""
     disk = tmp_path / "disk"
     with small_disk(disk, "256k") as mounted:
         if not mounted:
             _full_disk_fallback(monkeypatch)
         corpus = write_lines(str(tmp_path / "c.txt"),
                              [f"line {i} the cat sat on the mat again" for i in range(5000)])
-        code = main(["--output", str(disk / "out"), "--progress_every", "0", "--input", corpus,
+        code = main(["--output", str(disk / name), "--progress_every", "0", "--input", corpus,
                      "--model", tiny_export])
-        line = _one_error(capsys.readouterr().err)
+        err = capsys.readouterr().err
+        line = _one_error(err)
         assert code == exits.FAILED
+        out = re.escape(str(disk) + "/" + name.encode("unicode_escape").decode())
         assert re.fullmatch(  # the file that could not be written, in the run's staging folder
-            rf"beam-embed run: the run stopped, nothing was published to {re.escape(str(disk))}"
-            rf"/out \(its previous run, if any, is untouched\): {os.strerror(errno.ENOSPC)}: "
-            rf"{re.escape(str(disk))}/out/\.beam-embed-staging-[0-9a-f]+/"
-            rf"(embeddings|errors)-unnumbered-[0-9a-f]+\.\w+ \(in step Write\w+/.*\)", line)
-        assert os.listdir(disk / "out") == []  # no manifest, no staging, no claim
+            rf"beam-embed run: the run stopped, nothing was published to {out} \(its previous "
+            rf"run, if any, is untouched\): {os.strerror(errno.ENOSPC)}: {out}/"
+            rf"\.beam-embed-staging-[0-9a-f]+/(embeddings|errors)-unnumbered-[0-9a-f]+\.\w+ "
+            rf"\(in step Write\w+/.*\)", line), line
+        assert not re.search("[\x1b\x07\u202e]", err)  # nothing a terminal would obey
+        assert os.listdir(disk / name) == []  # no manifest, no staging, no claim
 
 
 def test_a_full_disk_leaves_the_previous_run_as_it_was(tiny_export, tmp_path, capsys,
@@ -259,6 +265,40 @@ def test_a_full_disk_leaves_the_previous_run_as_it_was(tiny_export, tmp_path, ca
         assert code == exits.FAILED
         assert re.search(rf"{os.strerror(errno.ENOSPC)}: {re.escape(str(out))}/"
                          rf"\.beam-embed-staging-[0-9a-f]+/\S+ \(in step ", line), line
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # whole; no staging
+        check_shards(load_embedding_set(str(out)), "parquet")
+
+
+def test_a_full_disk_under_two_worker_processes_is_one_line_and_keeps_the_previous_run(
+        tiny_export, tmp_path, monkeypatch):
+    """The shards are written in worker processes, which printed every failed bundle's
+    traceback, and the launcher got the step's error as the text of a traceback (212 lines, 9
+    tracebacks, a last line naming neither the file nor the disk). A patched error does not
+    reach worker processes: this needs the real tmpfs (root, as CI has)."""
+    disk = tmp_path / "disk"
+    with small_disk(disk, "512k") as mounted:
+        assert mounted, "no tmpfs could be mounted: a full disk under worker processes needs one"
+        out = disk / "out"
+        old = write_lines(str(tmp_path / "old.txt"), ["the old cat", "the old dog"])
+        run_job(str(out), "--input", old, "--model", tiny_export)
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        corpus = write_lines(str(tmp_path / "c.txt"),
+                             [f"line {i} the cat sat on the mat again" for i in range(8000)])
+        monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # the tests': the run sets its own
+        run = _start(out, "--input", corpus, "--model", tiny_export, "--overwrite",
+                     "--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
+        try:
+            _, err = run.communicate(timeout=600)
+        finally:
+            run.kill()
+        assert run.returncode == exits.FAILED, err[-3000:]
+        line = _one_error(err)
+        assert re.fullmatch(
+            rf"beam-embed run: the run stopped, nothing was published to {re.escape(str(out))} "
+            rf"\(its previous run, if any, is untouched\): {os.strerror(errno.ENOSPC)}: "
+            rf"{re.escape(str(out))}/\.beam-embed-staging-[0-9a-f]+/\S+ \(in step Write\w+/.*\)",
+            line), line
+        assert all(x.startswith("[beam-embed ") or x == line for x in err.splitlines()), err
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # whole; no staging
         check_shards(load_embedding_set(str(out)), "parquet")
 

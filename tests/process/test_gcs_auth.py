@@ -1,7 +1,9 @@
 """gs:// without Google credentials: one line of the tool's own and anonymous access at once
 (Beam's own look retried for ~25 s, logging four warnings with tracebacks); a local emulator
 (STORAGE_EMULATOR_HOST): anonymous, nothing looked up. Everything here stays on loopback: the
-metadata server's address and a proxy for anything else point to a closed local port."""
+metadata server's address points to a closed local port, and anything else goes to a proxy that
+tunnels nowhere (Cloud Storage is checked to be reachable before the look: it answers that
+check and nothing more)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from beam_embed.process import exits
 from beam_embed.process.gcs_auth import ANONYMOUS
 from tests.gcs_emulator import GcsFolder
 from tests.job_helpers import parquet_rows
+from tests.tunnel_proxy import tunnel_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"\[beam-embed \d\d:\d\d:\d\d\] (.*)")
@@ -34,20 +37,25 @@ def _closed_port() -> int:
 @pytest.fixture
 def no_credentials(tmp_path) -> dict:
     """A process environment without Google credentials: no GOOGLE_APPLICATION_CREDENTIALS, a
-    HOME without gcloud's file, the metadata server (and any proxied request) on a closed
-    loopback port, so no lookup can reach another address."""
+    HOME without gcloud's file, the metadata server on a closed loopback port, any other
+    request through a proxy that tunnels nowhere, so no lookup can reach another address."""
     home = tmp_path / "home"
     home.mkdir()
     closed = f"127.0.0.1:{_closed_port()}"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "NO_GCE_CHECK",
-                        "STORAGE_EMULATOR_HOST", "GCE_METADATA_TIMEOUT",
-                        "TF_CPP_MIN_LOG_LEVEL")  # the tests' own level: the CLI sets its own
-           and not k.lower().endswith("_proxy")}
-    return {**env, "HOME": str(home), "PYTHONPATH": str(ROOT), "BEAM_EMBED_VERBOSE": "0",
-            "GCE_METADATA_HOST": closed, "GCE_METADATA_IP": closed,
-            "HTTP_PROXY": f"http://{closed}", "HTTPS_PROXY": f"http://{closed}",
-            "NO_PROXY": "127.0.0.1,localhost"}
+    with tunnel_proxy() as proxy:
+        yield {**without_google(os.environ), "HOME": str(home), "PYTHONPATH": str(ROOT),
+               "BEAM_EMBED_VERBOSE": "0", "GCE_METADATA_HOST": closed,
+               "GCE_METADATA_IP": closed, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy,
+               "NO_PROXY": "127.0.0.1,localhost"}
+
+
+def without_google(env) -> dict:
+    """`env` without Google credentials, an emulator or a proxy named."""
+    return {k: v for k, v in env.items()
+            if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "NO_GCE_CHECK",
+                         "STORAGE_EMULATOR_HOST", "GCE_METADATA_TIMEOUT",
+                         "TF_CPP_MIN_LOG_LEVEL")  # the tests' own level: the CLI sets its own
+            and not k.lower().endswith("_proxy")}
 
 
 # The credentials step of a gs:// access, as a command's process makes it: the CLI's set-up,
@@ -112,14 +120,15 @@ def test_credentials_found_are_used_without_a_line(no_credentials, tmp_path):
 
 def test_an_emulator_is_used_anonymously_without_looking(no_credentials):
     """STORAGE_EMULATOR_HOST: not even the metadata server is asked (here it would never
-    answer: a listening socket that accepts nothing)."""
+    answer: a listening socket that accepts nothing; the emulator's address is one too, which
+    a connection opens to and no request is made of)."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         host = f"127.0.0.1:{silent.getsockname()[1]}"
         seconds, kind, err = _client({**no_credentials, "GCE_METADATA_HOST": host,
                                       "GCE_METADATA_IP": host,
-                                      "STORAGE_EMULATOR_HOST": "http://127.0.0.1:1"})
+                                      "STORAGE_EMULATOR_HOST": f"http://{host}"})
     assert (kind, err) == ("AnonymousCredentials", [])
     assert seconds < 1
 

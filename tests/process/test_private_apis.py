@@ -128,7 +128,7 @@ def test_worker_command_lines_are_where_the_prefix_goes(monkeypatch):
     assert "_worker_command_line" in inspect.getsource(inspect.unwrap(worker.run))
     seen = []
     monkeypatch.setattr(worker, "run", lambda self: seen.append(self._worker_command_line))
-    assert private_apis.prefix_worker_command_lines("echo; ")
+    assert private_apis.prefix_worker_command_lines(lambda: "echo; ")
     fake = worker.__new__(worker)
     fake._worker_command_line = "python -m worker"
     worker.run(fake)
