@@ -62,9 +62,16 @@ def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
     diffs = [f"{what} {getattr(previous.model, key)!r}, this run's "
              f"{getattr(base.model, key)!r}" for key, what in MODEL_KEYS.items()
              if getattr(previous.model, key) != getattr(base.model, key)]
-    if previous.poolings != base.poolings:
+    if _vector_columns(previous) != _vector_columns(base):
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs
+
+
+def _vector_columns(manifest: JobManifest) -> tuple:
+    """What each pooling's vectors are (name, column, width, normalization), not how a run
+    stores them: an int8 run's ranges are its own, and copied float32 rows are stored with them
+    as its encoded rows are."""
+    return tuple((p.name, p.column, p.width, p.normalize) for p in manifest.poolings)
 
 
 def _poolings(manifest: JobManifest) -> str:
@@ -96,7 +103,10 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
-    es = EmbeddingSet(folder, previous)
+    try:
+        es = EmbeddingSet(folder, previous)
+    except ValueError as e:  # a shard name that leads out of the folder
+        raise _refused(folder, str(e)) from e
     fmt = es.first_with(READER)
     if fmt is None:
         read = " or ".join(f.title for f in output_formats.readers(READER))
