@@ -171,6 +171,21 @@ class ReuseEntry(_Entry):
     rows: int | None = _later()
 
 
+# What decides a stored vector besides its text and pooling, per key of the manifest's `model`,
+# as messages name it: vectors that differ in any of these must not mix (--reuse copies rows only
+# from a run with the same values, pca --fit applies a fit only to one).
+VECTOR_SETTINGS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
+                   "long_text": "long-text policy", "precision": "precision"}
+
+
+def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[str]:
+    """Each VECTOR_SETTINGS value that differs, in words: "max length 64, this run's 32"
+    (`whose`: how the message names `ours`)."""
+    return [f"{what} {getattr(theirs, key)!r}, {whose} {getattr(ours, key)!r}"
+            for key, what in VECTOR_SETTINGS.items()
+            if getattr(theirs, key) != getattr(ours, key)]
+
+
 # The job manifest's keys read into the typed entries above.
 _ENTRIES = {"model": ModelEntry, "tokens": TokensEntry, "inputs": InputsEntry,
             "reused_from": ReuseEntry}

@@ -26,14 +26,15 @@ from apache_beam.io.filesystems import FileSystems
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
-from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest, ReuseEntry
+from beam_embed.pipeline.common.manifest import (
+    MANIFEST,
+    JobManifest,
+    ReuseEntry,
+    model_differences,
+)
 from beam_embed.pipeline.common.shards import check_shards
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
-# What decides a stored vector besides its text, per key of the manifest's `model`; the
-# poolings (names, columns, widths, normalization) are compared whole.
-MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
-              "long_text": "long-text policy", "precision": "precision"}
 
 
 def text_key(text: str) -> bytes:
@@ -59,9 +60,7 @@ def _refused(folder: str, why: str) -> ValueError:
 
 
 def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
-    diffs = [f"{what} {getattr(previous.model, key)!r}, this run's "
-             f"{getattr(base.model, key)!r}" for key, what in MODEL_KEYS.items()
-             if getattr(previous.model, key) != getattr(base.model, key)]
+    diffs = model_differences(previous.model, base.model, "this run's")
     if _vector_columns(previous) != _vector_columns(base):
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs

@@ -21,7 +21,14 @@ from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
 from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
 from beam_embed.pipeline.common.literal_paths import matching
-from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, PcaManifest, make_folder
+from beam_embed.pipeline.common.manifest import (
+    MANIFEST,
+    ModelEntry,
+    OutputKind,
+    PcaManifest,
+    make_folder,
+    model_differences,
+)
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import check_shards
@@ -114,6 +121,7 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
         raise ValueError(f"--fit {args.fit} was made on column {saved.pooling.column!r} of "
                          f"width {saved.pooling.width}; {source} has {pooling.column!r} of "
                          f"width {pooling.width}")
+    _check_fit_settings(args.fit, saved, pooling, es)
     for flag, given, kept in (("components", args.components, saved.components),
                               ("center", args.center, saved.center),
                               ("whiten", args.whiten, saved.whiten)):
@@ -123,6 +131,22 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
     # the fit's space, this run's storage: a fit on float32 vectors projects int8 ones
     saved = dataclasses.replace(saved, pooling=pooling)
     return saved, dataclasses.replace(fit, spec=saved)
+
+
+def _check_fit_settings(path: str, saved: FitSpec, pooling, es: EmbeddingSet) -> None:
+    """A saved fit applies only to vectors made as the ones it was fitted on: the same model
+    (fingerprint), max length, long-text policy, precision and normalization, as --reuse
+    requires of the rows it copies (the storage may differ: a float32 fit projects int8
+    vectors). A ValueError naming each difference."""
+    diffs = model_differences(ModelEntry.from_json(saved.model), es.model,
+                              f"{es.manifest_path}'s")
+    if saved.pooling.normalize != pooling.normalize:
+        diffs.append(f"normalized {saved.pooling.normalize}, {es.manifest_path}'s "
+                     f"{pooling.normalize}")
+    if diffs:
+        raise ValueError(f"--fit {path} was made on vectors embedded with other settings, and "
+                         f"its axes do not apply to these: {'; '.join(diffs)}; fit again "
+                         "without --fit")
 
 
 def _columns(args, es: EmbeddingSet) -> tuple[str, ...]:
