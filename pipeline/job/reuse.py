@@ -23,6 +23,7 @@ import hashlib
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
@@ -33,6 +34,7 @@ from beam_embed.pipeline.common.manifest import (
     model_differences,
 )
 from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
 
@@ -59,8 +61,21 @@ def _refused(folder: str, why: str) -> ValueError:
                       "every record)")
 
 
-def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
-    diffs = model_differences(previous.model, base.model, "this run's")
+def _earlier_fingerprint(previous: JobManifest, base: JobManifest) -> bool:
+    """The previous run recorded this model's fingerprint as an earlier version computed it
+    (over fewer of its files): the same model as far as that run can tell."""
+    model = base.model
+    if previous.model.fingerprint == model.fingerprint or model.kind is None:
+        return False
+    return recorded_fingerprint(previous.model.fingerprint, model.kind, model.encoder,
+                                model.preprocessor).earlier
+
+
+def _differences(previous: JobManifest, base: JobManifest, earlier: bool) -> list[str]:
+    theirs = previous.model
+    if earlier:  # the same files, hashed as that version did
+        theirs = dataclasses.replace(theirs, fingerprint=base.model.fingerprint)
+    diffs = model_differences(theirs, base.model, "this run's")
     if _vector_columns(previous) != _vector_columns(base):
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs
@@ -90,7 +105,8 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
                                "(the previous run's granularity is "
                                f"{previous.granularity!r})")
-    diffs = _differences(previous, base)
+    earlier = _earlier_fingerprint(previous, base)
+    diffs = _differences(previous, base, earlier)
     if diffs:
         raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
                                "mix with new ones: " + "; ".join(diffs))
@@ -120,6 +136,8 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
     with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    if earlier:
+        log(f"--reuse {folder}: {EARLIER_FINGERPRINT}")
     return PreviousRun(
         folder=folder, shards=shards, format=fmt.name,
         columns=tuple((p.column, p.width) for p in es.poolings),

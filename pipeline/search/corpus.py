@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.spec import fingerprint
+from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
 from beam_embed.pipeline.common.manifest import ModelEntry
@@ -15,6 +15,7 @@ from beam_embed.pipeline.common.output_formats import OutputFormat
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
 from beam_embed.pipeline.search.scan import vector_blocks
+from beam_embed.process.log import log
 
 # The formats' reader search scans with: one vector column at a time straight from the shards
 # (beam_embed.pipeline.search.scan), which only a columnar format allows.
@@ -51,26 +52,31 @@ def load_corpus(folder: str, pooling: str | None) -> Corpus:
 
 def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
     """(kind, encoder, preprocessor) of the model that embedded the corpus, checked by
-    fingerprint: a different model's vectors are not comparable with the stored ones."""
+    fingerprint: a different model's vectors are not comparable with the stored ones. A
+    fingerprint an earlier version recorded (over fewer of the model's files) is accepted, and
+    said."""
     from beam_embed.models.presets import resolve
 
     recorded, m = corpus.model.fingerprint, corpus.model
     if model is not None:
         spec = resolve(model)
-        found = fingerprint(spec.kind, spec.encoder, spec.preprocessor)
-        if found != recorded:
-            raise ValueError(
-                f"--model {model!r} is {spec.name} (fingerprint {found}), but {corpus.folder} was "
-                f"embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
-                "with the model of the stored vectors")
-        return spec.kind, spec.encoder, spec.preprocessor
-    found = fingerprint(m.kind, m.encoder, m.preprocessor)
-    if found != recorded:
+        kind, encoder, preprocessor = spec.kind, spec.encoder, spec.preprocessor
+    else:
+        kind, encoder, preprocessor = m.kind, m.encoder, m.preprocessor
+    found = recorded_fingerprint(recorded, kind, encoder, preprocessor)
+    if not found.same and model is not None:
+        raise ValueError(
+            f"--model {model!r} is {spec.name} (fingerprint {found.now}), but {corpus.folder} "
+            f"was embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
+            "with the model of the stored vectors")
+    if not found.same:
         raise ValueError(
             f"the model {m.name} at {m.encoder!r} is missing or changed since "
-            f"{corpus.folder} was embedded (fingerprint {found}, manifest {recorded}); pass "
+            f"{corpus.folder} was embedded (fingerprint {found.now}, manifest {recorded}); pass "
             "--model with a copy of the original model")
-    return m.kind, m.encoder, m.preprocessor
+    if found.earlier:
+        log(f"{corpus.folder}: {EARLIER_FINGERPRINT}")
+    return kind, encoder, preprocessor
 
 
 def build_embedder(corpus: Corpus, model: str | None):
