@@ -63,6 +63,7 @@ class EmbeddingSet:
     """What `manifest.json` says about an output folder of the embedding job, as readers ask."""
     folder: str
     manifest: JobManifest
+    manifest_sha256: str | None = None  # of the bytes `manifest` was read from
     # Format -> full shard paths, for the formats registered here; made when the set is: a name
     # that leads out of the folder ("../x", "/x", or through a link) is refused as the writing
     # side refuses it (a ValueError naming it), before anything reads a shard.
@@ -153,7 +154,7 @@ class EmbeddingSet:
 
 def load_embedding_set(folder: str) -> EmbeddingSet:
     """Reads and checks `folder/manifest.json` (local or any Beam filesystem, e.g. gs://)."""
-    es = EmbeddingSet(folder, JobManifest.read(folder))
+    es = EmbeddingSet(folder, *JobManifest.read_hashed(folder))
     if not es.poolings:
         raise ValueError(f"{es.manifest_path} lists no poolings (a token-granularity run has one "
                          "vector per token, not per record)")

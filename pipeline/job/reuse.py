@@ -21,19 +21,22 @@ import dataclasses
 import hashlib
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
 from beam_embed.pipeline.common.manifest import (
-    MANIFEST,
     JobManifest,
     ReuseEntry,
     model_differences,
 )
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
+)
 from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
@@ -54,6 +57,13 @@ class PreviousRun:
     format: str  # the shards' format: the first the run wrote that reuse reads (Parquet first)
     columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
     reused_from: ReuseEntry
+    checked: CheckedShards | None = None  # for check_read once its rows are read (None: a dry run)
+
+    def check_read(self) -> None:
+        """After the job read its rows: they were this run's, as checked (not those of a run
+        that replaced it meanwhile); an IncompleteInput naming what changed otherwise."""
+        if self.checked is not None:
+            check_unchanged(self.checked)
 
 
 def _refused(folder: str, why: str) -> ValueError:
@@ -98,7 +108,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     run: its model and poolings); a ValueError in one line naming what stands in the way."""
     folder = folder.rstrip("/")
     try:
-        previous = JobManifest.read(folder)
+        previous, manifest_sha256 = JobManifest.read_hashed(folder)
     except ValueError as e:
         raise _refused(folder, str(e)) from e
     if previous.granularity != "sentence" or base.granularity != "sentence":
@@ -119,7 +129,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
     try:
-        es = EmbeddingSet(folder, previous)
+        es = EmbeddingSet(folder, previous, manifest_sha256)
     except ValueError as e:  # a shard name that leads out of the folder
         raise _refused(folder, str(e)) from e
     fmt = es.first_with(READER)
@@ -128,23 +138,25 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         raise _refused(folder, f"it has no {read} shards (formats {previous.formats}); reuse "
                                "reads one of them")
     try:
-        # every shard present and holding the rows the manifest counts, counted now (TFRecord
-        # by its records' framing): a damaged run is refused before any data is read, not
-        # halfway through the job
-        shards = check_shards(es, fmt.name, count_all=True)
+        # every shard present, the file the run wrote (its size and SHA-256) and holding the
+        # rows the manifest counts, counted now (TFRecord by its records' framing): a damaged
+        # or swapped run is refused before any data is read, not halfway through the job
+        checked = check_shards(es, fmt.name, count_all=True)
     except IncompleteInput as e:
-        raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
-    with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        raise _refused(folder, f"its shards are incomplete or changed: {one_line(e)}") from e
     if earlier:
         log(f"--reuse {folder}: {EARLIER_FINGERPRINT}")
+    if not checked.verified:
+        log(f"--reuse {folder}: {unverified(es)}")
     return PreviousRun(
-        folder=folder, shards=shards, format=fmt.name,
+        folder=folder, shards=checked.paths, format=fmt.name,
         columns=tuple((p.column, p.width) for p in es.poolings),
         reused_from=ReuseEntry(output=folder, started_at=previous.started_at,
                                finished_at=previous.finished_at,
-                               fingerprint=previous.model.fingerprint, manifest_sha256=digest,
-                               rows=int(previous.counts.get("embedded", 0))))
+                               fingerprint=previous.model.fingerprint,
+                               manifest_sha256=manifest_sha256[:16],  # of what was read
+                               rows=int(previous.counts.get("embedded", 0))),
+        checked=checked)
 
 
 def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> PreviousRun:

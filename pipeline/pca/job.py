@@ -31,7 +31,12 @@ from beam_embed.pipeline.common.manifest import (
 )
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.runners import runner_for
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
+)
 from beam_embed.pipeline.common.staging import (
     NothingPublished,
     check_output,
@@ -70,6 +75,7 @@ from beam_embed.pipeline.pca.project import (
 from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from beam_embed.pipeline.pca.sample import SampleRows, write_sample
 from beam_embed.process import exits
+from beam_embed.process.log import log
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,
@@ -98,6 +104,7 @@ class Plan:
     sample: int
     seed: int
     overwrite: bool = False
+    checked: CheckedShards | None = None  # the input's shards as checked, re-checked once read
 
 
 def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, PcaFit | None]:
@@ -196,9 +203,12 @@ def make_plan(args) -> Plan:
                          args.dims, args.color_by, args.seed)
     columns = _columns(args, es)
     check_output(args.output, PCA_OUTPUT, args.overwrite)
-    check_shards(es, fmt)  # last: every listed shard there (Parquet: whole, rows adding up)
+    # last: every listed shard there, the file the run wrote (Parquet: rows adding up)
+    checked = check_shards(es, fmt)
+    if not checked.verified:
+        log(unverified(es))
     return Plan(es, fmt, shards, spec, saved_fit, columns, args.output, exports, args.sample,
-                args.seed, args.overwrite)
+                args.seed, args.overwrite, checked)
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
@@ -309,6 +319,8 @@ def _write_all(plan: Plan, options: PipelineOptions) -> dict:
     exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
                             fit.explained_variance_ratio)
     check_all_read(plan, exports)
+    if plan.checked is not None:  # what was read is the run the input's manifest describes
+        check_unchanged(plan.checked)
     manifest = _manifest(plan, fit, exports)
     with naming_file(FileSystems.join(plan.output, MANIFEST)):
         manifest.write(plan.output)

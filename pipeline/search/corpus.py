@@ -12,7 +12,7 @@ from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
 from beam_embed.pipeline.common.manifest import ModelEntry
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.shards import CheckedShards, check_shards, unverified
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
 from beam_embed.pipeline.search.scan import vector_blocks
 from beam_embed.process.log import log
@@ -33,6 +33,8 @@ class Corpus:
     has_text: bool
     finished_at: str
     format: OutputFormat  # the shards' format, one search reads
+    checked: CheckedShards | None = None  # the shards as checked, re-checked once read
+    manifest_sha256: str | None = None  # the run's identity for the search index
 
 
 def load_corpus(folder: str, pooling: str | None) -> Corpus:
@@ -45,9 +47,11 @@ def load_corpus(folder: str, pooling: str | None) -> Corpus:
         raise ValueError(f"{found.manifest_path} lists no {title} shards (formats "
                          f"{sorted(found.files)}); search reads {title}: rerun the job with "
                          f"--format {searchable[0].name}")
-    shards = check_shards(found, fmt.name)  # each there and whole, rows adding up
-    return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at,
-                  fmt)
+    checked = check_shards(found, fmt.name)  # each there, whole, the file the run wrote
+    if not checked.verified:
+        log(unverified(found))
+    return Corpus(folder, found.model, chosen, list(checked.paths), found.has_text,
+                  found.finished_at, fmt, checked, found.manifest_sha256)
 
 
 def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
