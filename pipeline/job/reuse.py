@@ -9,6 +9,11 @@ one value for the whole run, in the manifest: the model's fingerprint, its pooli
 widths, normalization), max length, long-text policy and precision. Any difference is refused up
 front (exit 2), so copied and newly encoded vectors never mix two settings.
 
+The previous run's shards are checked before any data is read (each the file its manifest
+lists: rows, size, SHA-256; beam_embed.pipeline.common.shards), and again once the job has read
+them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one, publishing
+nothing, so no copied row is attributed to a manifest it does not come from.
+
 Only a run that stored float32 vectors is copied from: its values are the encoder's output bit for
 bit. float16, int8 and binary values are not (and int8 codes are calibrated per run), so copying
 them would put rounded vectors beside exact ones. The new run may store any --vector_dtype: copied
