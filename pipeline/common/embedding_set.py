@@ -97,7 +97,6 @@ class EmbeddingSet:
     def has_text(self) -> bool:
         return bool(self.manifest.text_column)
 
-
     @property
     def finished_at(self) -> str:
         return self.manifest.finished_at
