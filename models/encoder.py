@@ -168,11 +168,22 @@ class Encoder(abc.ABC):
         """A short digest of the model files the handles name: manifests record it, and
         `search` compares it with the model at hand, across versions (the same files must
         always give the same value). The handles, not a spec: a manifest's model is its kind
-        and handles. This default is the SavedModel kinds': sha256 over each handle's
-        saved_model.pb (models/saved_model.py); a kind of another format hashes its own files."""
+        and handles. This default is the SavedModel kinds': sha256 over every file that decides
+        the vectors (graph, variables, vocabulary, an export's metadata: models/saved_model.py);
+        a kind of another format hashes its own files."""
         from beam_embed.models.saved_model import fingerprint
 
         return fingerprint(encoder, preprocessor)
+
+    @classmethod
+    def earlier_fingerprints(cls, encoder: str, preprocessor: str | None = None
+                             ) -> tuple[str, ...]:
+        """The values earlier versions recorded as `fingerprint` for these handles (manifests
+        they wrote hold them): this default is the SavedModel kinds' sha256 over saved_model.pb
+        only. A kind whose fingerprint never changed has none."""
+        from beam_embed.models.saved_model import earlier_fingerprint
+
+        return (earlier_fingerprint(encoder, preprocessor),)
 
     @classmethod
     def max_positions(cls, spec) -> int | None:

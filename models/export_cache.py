@@ -11,6 +11,7 @@ lists the folder. No TensorFlow at import.
     <name>-<key>/            an export (encoder/, preprocessor/, beam_embed.json)
     <name>-<key>.partial-<pid>/  an export being written by process <pid>
     keys/<hash of paths>     the content key of a checkpoint folder as it was listed
+    keys/sha256-<hash>       a model file's or a shard's SHA-256, by its identity (file_digests.py)
     gs/<bucket>/<path>       copies of gs:// models
 """
 
@@ -26,9 +27,11 @@ import shutil
 import time
 
 from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE
+from beam_embed.models.file_digests import KEYS, recalled
+from beam_embed.models.file_digests import remember as remember_key
 from beam_embed.models.gcs_copy import cache_dir
 
-KEYS, GS = "keys", "gs"
+GS = "gs"
 EXPORT_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{12})(\.partial-(?P<pid>\d+))?$")
 _CHUNK = 8 << 20
 # The commands show this logger's lines as their own (beam_embed.process.log.show_as_own).
@@ -55,11 +58,9 @@ def content_key(folder: str, remember: bool = True) -> str:
     listing = json.dumps([os.path.abspath(folder), FORMAT_VERSION] +
                          [[name, s.st_size, s.st_mtime_ns, s.st_ino] for name, s in files])
     memo = os.path.join(cache_dir(), KEYS, hashlib.sha256(listing.encode()).hexdigest()[:24])
-    try:
-        with open(memo, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        pass
+    found = recalled(memo)
+    if found is not None:
+        return found
     digest = hashlib.sha256(f"beam-embed export format {FORMAT_VERSION}\n".encode())
     for name, _ in files:
         with open(os.path.join(folder, name), "rb") as f:
@@ -67,22 +68,8 @@ def content_key(folder: str, remember: bool = True) -> str:
         digest.update(f"{name}\0{file_hash}\n".encode())
     key = digest.hexdigest()[:12]
     if files and remember:  # a folder that is not there (yet) is not remembered
-        _remember(memo, key)
+        remember_key(memo, key)
     return key
-
-
-def _remember(path: str, text: str) -> None:
-    """`text` written to `path` whole (aside, then renamed); a cache that cannot be written to
-    (read-only, shared) only means the key is computed again next time."""
-    tmp = f"{path}.partial-{os.getpid()}"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def export_path(folder: str, name: str, remember: bool = True) -> str:

@@ -25,6 +25,9 @@ REQUIRED = {"format_version": (int, "an integer"), "kind": (str, "a string"),
 OPTIONAL = {"name": (str, "a string"), "has_pooler": (bool, "true or false"),
             "max_position_embeddings": (int, "an integer"),
             "encoders": (dict, "an object (precision -> folder)")}
+# What a run reads of the metadata that changes a vector (the model fingerprint covers it): all
+# of the above but the name, which is shown, never computed with.
+RUN_READS = tuple(k for k in {**REQUIRED, **OPTIONAL} if k != "name")
 
 
 class ExportError(ValueError):

@@ -116,8 +116,30 @@ class EncoderSpec:
 
 def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str:
     """The fingerprint a manifest records for a model of `kind` at these handles (the kind's
-    Encoder.fingerprint: for SavedModels, over their saved_model.pb)."""
+    Encoder.fingerprint: for SavedModels, over every file that decides the vectors)."""
     return encoder_kind(kind).encoder_class().fingerprint(encoder, preprocessor)
+
+
+EARLIER_FINGERPRINT = ("its manifest records the model's fingerprint as earlier versions of "
+                       "beam-embed computed it, over saved_model.pb alone: a vocabulary or "
+                       "weights changed since that run would not show")
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedFingerprint:
+    """How a fingerprint a manifest recorded stands to the model at its handles now."""
+    now: str  # the model's fingerprint now
+    same: bool  # the recorded one is the model's, as this version or an earlier one computed it
+    earlier: bool  # ... as an earlier version computed it (say EARLIER_FINGERPRINT)
+
+
+def recorded_fingerprint(recorded: str | None, kind: str, encoder: str,
+                         preprocessor: str | None = None) -> RecordedFingerprint:
+    """`recorded` (a manifest's) against the model of `kind` at these handles now."""
+    cls = encoder_kind(kind).encoder_class()
+    now = cls.fingerprint(encoder, preprocessor)
+    earlier = recorded != now and recorded in cls.earlier_fingerprints(encoder, preprocessor)
+    return RecordedFingerprint(now, recorded == now or earlier, earlier)
 
 
 def _check_tpu(accelerator: str, precision: str, granularity: str) -> None:

@@ -10,6 +10,8 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
+from beam_embed.api.quiet import LOGGER
+
 __all__ = ["StoredEmbeddings", "read_embeddings"]
 
 
@@ -34,11 +36,13 @@ class StoredEmbeddings:
 def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
     """The run in the folder `path` (local or gs://): its records with the vectors of `pooling`
     (a pooling's name or column; default the run's first), read from the first format it wrote
-    that this reader reads (Parquet, then TFRecord). A missing, damaged or replaced shard is an
-    error naming it, never fewer rows."""
+    that this reader reads (Parquet, then TFRecord). A missing, damaged or replaced shard (one
+    whose size or SHA-256 is not the one the run recorded, or that changed while it was read)
+    is an error naming it (IncompleteInput), never fewer or other rows; a run of an earlier
+    version records no SHA-256, which is said as a warning."""
     from beam_embed.models.tf_import import import_tensorflow
     from beam_embed.pipeline.common.embedding_set import load_embedding_set
-    from beam_embed.pipeline.common.shards import check_shards
+    from beam_embed.pipeline.common.shards import check_shards, check_unchanged, unverified
     from beam_embed.pipeline.common.vector_dtypes import read_back
 
     found = load_embedding_set(path.rstrip("/"))
@@ -49,8 +53,11 @@ def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
                          f"{sorted(found.files)})")
     if fmt.tensorflow:
         import_tensorflow()  # quietly
-    tables = [fmt.read_table(shard, found.columns, chosen, found.rows)
-              for shard in check_shards(found, fmt.name)]
+    checked = check_shards(found, fmt.name)
+    if not checked.verified:
+        LOGGER.warning("%s", unverified(found))
+    tables = [fmt.read_table(shard, found.columns, chosen, found.rows) for shard in checked.paths]
+    check_unchanged(checked)  # what was read is the run the manifest describes
     table = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
     vectors = read_back(table.column(chosen.column), chosen.stored(), chosen.column)
     table = table.drop_columns([chosen.column])

@@ -208,6 +208,8 @@ class WriteEmbeddings(beam.PTransform):
         self.settings = run_settings(COMMAND, {"formats": formats, "vector_dtype": vector_dtype,
                                                **settings}, ACCEPTED,
                                      renamed={"formats": "format"}, output=output)
+        if self.settings.metadata_fields is None:  # the run's None means "from the input"
+            self.settings = dataclasses.replace(self.settings, metadata_fields=())
         self._calibration = calibration_texts
         if self.settings.vector_dtype == "int8" and not calibration_texts:
             raise ValueError("vector_dtype='int8' stores each dimension in a range calibrated "

@@ -19,7 +19,8 @@ OK = 0  # finished; every record accounted for
 FAILED = 1  # stopped by an error (disk full, an unreadable output, ...): one line names it
 BAD_CONFIG = 2  # a flag, config key, model or limit is wrong: refused before any data is read
 INCOMPLETE_INPUT = 3  # an input file ends early or is corrupt (run: finished, the rest of that
-#                      file is a dead letter; pca/search: a shard is missing or damaged)
+#                      file is a dead letter; pca/search: a shard is missing, damaged or not the
+#                      file its manifest lists; any reader: a run replaced while it was read)
 NOTHING_EMBEDDED = 4  # run: finished, but no record was embedded (all empty or dead-lettered)
 OUTPUT_BUSY = 5  # run: another run holds the output folder (or a killed one left its claim)
 INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C: 130, what a shell reports for a process it stopped

@@ -140,6 +140,11 @@ class KerasHubBertEncoder(Encoder):
         return digest.hexdigest()[:16]
 
     @classmethod
+    def earlier_fingerprints(cls, encoder: str, preprocessor: str | None = None
+                             ) -> tuple[str, ...]:
+        return ()  # its fingerprint always covered its files
+
+    @classmethod
     def max_positions(cls, spec) -> int | None:
         config = _read_config(spec.encoder) or {}
         positions = config.get("max_position_embeddings")

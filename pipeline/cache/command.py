@@ -15,7 +15,8 @@ PROG = "beam-embed cache"
 ACTIONS = ("list", "clear")
 WHAT = {"export": "export of {source}", "partial": "an export being written by process {pid}",
         "stale": "an unfinished export (process {pid} is gone)",
-        "keys": "the content keys of checkpoint folders", "gs": "copies of gs:// models",
+        "keys": "remembered hashes of checkpoint folders, model files and shards",
+        "gs": "copies of gs:// models",
         None: "not written by beam-embed: left alone"}
 
 

@@ -24,6 +24,8 @@ from apache_beam.io.iobase import Write
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_embed.pipeline.common.literal_paths import existing
+from beam_embed.pipeline.common.shard_digests import sidecar, with_sidecars
 from beam_embed.pipeline.common.staging import naming_file
 
 _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
@@ -77,7 +79,8 @@ def write_shards(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
 def number_shards(paths: list[str], template: str) -> list[str]:
     """`paths` with the files WriteEachBundle wrote renamed to shard names: prefix +
     `template` ("-SSSSS-of-NNNNN", numbered in the order of their unique parts) + suffix. Other
-    paths (a sink that named its shards) are returned as they are."""
+    paths (a sink that named its shards) are returned as they are. A file's digest sidecar
+    (beam_embed.pipeline.common.shard_digests) takes its new name with it."""
     groups: dict[tuple[str, str], list[str]] = {}
     kept = []
     for path in paths:
@@ -89,7 +92,8 @@ def number_shards(paths: list[str], template: str) -> list[str]:
     for (prefix, suffix), written in groups.items():
         written.sort()
         names = [prefix + _shard(template, i, len(written)) + suffix for i in range(len(written))]
-        FileSystems.rename(written, names)
+        present = existing([sidecar(p) for p in written])
+        FileSystems.rename(*with_sidecars(written, names, present))
         kept += names
     return kept
 

@@ -4,6 +4,7 @@ the format to read them in."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from beam_embed.pipeline.common.manifest import (
     ModelEntry,
     PoolingEntry,
 )
+from beam_embed.pipeline.common.staging import safe_names
 from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 
@@ -61,6 +63,18 @@ class EmbeddingSet:
     """What `manifest.json` says about an output folder of the embedding job, as readers ask."""
     folder: str
     manifest: JobManifest
+    manifest_sha256: str | None = None  # of the bytes `manifest` was read from
+    # Format -> full shard paths, for the formats registered here; made when the set is: a name
+    # that leads out of the folder ("../x", "/x", or through a link) is refused as the writing
+    # side refuses it (a ValueError naming it), before anything reads a shard.
+    files: dict[str, tuple[str, ...]] = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        source = FileSystems.join(self.folder, MANIFEST)
+        object.__setattr__(self, "files", {
+            fmt: tuple(FileSystems.join(self.folder, *name.split("/"))
+                       for name in safe_names(names, source, self.folder, "read"))
+            for fmt, names in self.manifest.files.items() if fmt in output_formats.OUTPUT_FORMATS})
 
     @property
     def manifest_path(self) -> str:
@@ -82,13 +96,6 @@ class EmbeddingSet:
     @property
     def has_text(self) -> bool:
         return bool(self.manifest.text_column)
-
-    @functools.cached_property
-    def files(self) -> dict[str, tuple[str, ...]]:
-        """Format -> full shard paths, for the formats registered here."""
-        return {fmt: tuple(FileSystems.join(self.folder, name) for name in names)
-                for fmt, names in self.manifest.files.items()
-                if fmt in output_formats.OUTPUT_FORMATS}
 
     @property
     def finished_at(self) -> str:
@@ -146,7 +153,7 @@ class EmbeddingSet:
 
 def load_embedding_set(folder: str) -> EmbeddingSet:
     """Reads and checks `folder/manifest.json` (local or any Beam filesystem, e.g. gs://)."""
-    es = EmbeddingSet(folder, JobManifest.read(folder))
+    es = EmbeddingSet(folder, *JobManifest.read_hashed(folder))
     if not es.poolings:
         raise ValueError(f"{es.manifest_path} lists no poolings (a token-granularity run has one "
                          "vector per token, not per record)")

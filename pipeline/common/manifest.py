@@ -14,6 +14,7 @@ classes' `recognizes` and `listed_in`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -73,8 +74,9 @@ def _write_json(folder: str, data: dict) -> None:
         f.write(json.dumps(data, indent=2).encode("utf-8"))
 
 
-def _read_json(folder: str) -> dict:
-    """`folder`'s manifest as JSON; a ValueError in one line when the folder holds none."""
+def _read_json(folder: str) -> tuple[dict, str]:
+    """`folder`'s manifest as JSON, and the SHA-256 (hex) of the bytes it was read from; a
+    ValueError in one line when the folder holds none."""
     path = FileSystems.join(folder, MANIFEST)
     if not FileSystems.exists(path):
         refuse_missing_bucket(folder)  # no manifest there: a bucket that does not exist says so
@@ -82,10 +84,20 @@ def _read_json(folder: str) -> dict:
                          f"`beam-embed run` (a run writes its {MANIFEST} last: a folder that holds "
                          f"no {MANIFEST} holds no finished run)")
     with FileSystems.open(path) as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON ({e})") from e
+        raw = f.read()
+    try:
+        return json.loads(raw), hashlib.sha256(raw).hexdigest()
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({e})") from e
+
+
+def manifest_sha256(folder: str) -> str | None:
+    """The SHA-256 (hex) of `folder`'s manifest as it is now; None when there is none."""
+    path = FileSystems.join(folder, MANIFEST)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _later(default=None):
@@ -173,6 +185,21 @@ class ReuseEntry(_Entry):
     rows: int | None = _later()
 
 
+# What decides a stored vector besides its text and pooling, per key of the manifest's `model`,
+# as messages name it: vectors that differ in any of these must not mix (--reuse copies rows only
+# from a run with the same values, pca --fit applies a fit only to one).
+VECTOR_SETTINGS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
+                   "long_text": "long-text policy", "precision": "precision"}
+
+
+def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[str]:
+    """Each VECTOR_SETTINGS value that differs, in words: "max length 64, this run's 32"
+    (`whose`: how the message names `ours`)."""
+    return [f"{what} {getattr(theirs, key)!r}, {whose} {getattr(ours, key)!r}"
+            for key, what in VECTOR_SETTINGS.items()
+            if getattr(theirs, key) != getattr(ours, key)]
+
+
 # The job manifest's keys read into the typed entries above.
 _ENTRIES = {"model": ModelEntry, "tokens": TokensEntry, "inputs": InputsEntry,
             "reused_from": ReuseEntry}
@@ -186,8 +213,9 @@ class JobManifest:
     format_version, model, poolings, vector_dtype (only when not float32), formats,
     text_column, metadata_columns, inputs, versions, started_at, duplicate_id_example (only
     when ids repeat), reused_from (only with --reuse), counts, files, errors_files, rows,
-    finished_at, wall_time_s. A key an older run did not write reads as empty (`rows` came
-    later; `vector_dtype` as float32). The nested entries are typed (ModelEntry, PoolingEntry,
+    digests, finished_at, wall_time_s. A key an older run did not write reads as empty (`rows`
+    and `digests` came later, readers of earlier versions skip `digests`; `vector_dtype` as
+    float32). The nested entries are typed (ModelEntry, PoolingEntry,
     TokensEntry, InputsEntry, ReuseEntry) and write back the keys they read. The launcher makes
     one before the run (build.manifest_base); the last step of the run completes it with what
     only the run knows (sinks.WriteManifest) and writes it."""
@@ -209,6 +237,8 @@ class JobManifest:
     files: dict = dataclasses.field(default_factory=dict)  # format -> shard names
     errors_files: list = dataclasses.field(default_factory=list)
     rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows
+    # shard name -> {"bytes": size, "sha256": hex}, hashed as it was written (absent before)
+    digests: dict = dataclasses.field(default_factory=dict)
     finished_at: str = ""
     wall_time_s: float = 0.0
     format_version: int = JOB_MANIFEST_VERSION  # as read; written: written_version
@@ -231,8 +261,10 @@ class JobManifest:
         if self.reused_from is not None:
             out["reused_from"] = self.reused_from.to_json()
         out.update({"counts": self.counts, "files": self.files,
-                    "errors_files": self.errors_files, "rows": self.rows,
-                    "finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
+                    "errors_files": self.errors_files, "rows": self.rows})
+        if self.digests:  # runs of earlier versions recorded none
+            out["digests"] = self.digests
+        out.update({"finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
         return out
 
     @property
@@ -256,7 +288,14 @@ class JobManifest:
     def read(cls, folder: str) -> JobManifest:
         """`folder`'s manifest, checked to be a finished run's of a version this reads; a
         ValueError in one line otherwise."""
-        data = _read_json(folder)
+        return cls.read_hashed(folder)[0]
+
+    @classmethod
+    def read_hashed(cls, folder: str) -> tuple[JobManifest, str]:
+        """`read`, and the SHA-256 (hex) of the very bytes it read: a reader that names or
+        checks the manifest it read hashes those, not the file again (another run may have
+        replaced it since)."""
+        data, sha256 = _read_json(folder)
         path = FileSystems.join(folder, MANIFEST)
         if PcaManifest.recognizes(data):
             raise ValueError(f"{folder!r} is the output of `beam-embed pca`, not of `beam-embed "
@@ -269,7 +308,7 @@ class JobManifest:
         if version not in JOB_MANIFEST_VERSIONS:
             raise ValueError(f"{path}: format_version {version!r} is not supported; "
                              f"expected one of {list(JOB_MANIFEST_VERSIONS)}")
-        return cls.from_json(data)
+        return cls.from_json(data), sha256
 
     @staticmethod
     def recognizes(data: dict) -> bool:

@@ -193,22 +193,24 @@ def _link_out(folder: str, name: str) -> str | None:
     return None
 
 
-def _safe_names(names, source: str, folder: str | None = None) -> list[str]:
+def safe_names(names, source: str, folder: str | None = None,
+               done: str = "replaced") -> list[str]:
     """`names` (paths relative to a folder, "/"-separated), each checked to stay inside it: a
     manifest that names "../x" or "/x" is refused rather than followed, and so is one whose
-    name leads out of the local `folder` through a link."""
+    name leads out of the local `folder` through a link. Readers check the names they read
+    here too (`done`: what is never done on such a manifest's word, for the message)."""
     out = []
     for name in names:
         clean = posixpath.normpath(name) if isinstance(name, str) else ""
         if (not clean or clean in (".", "..") or clean.startswith(("/", "../")) or "\\" in clean
                 or clean != name):
             raise ValueError(f"{source} lists {name!r}, which is not a file name inside its "
-                             "folder; nothing there is replaced on its word")
+                             f"folder; nothing there is {done} on its word")
         link = _link_out(folder, clean) if folder is not None else None
         if link:
             raise ValueError(f"{source} lists {name!r}, which is not a file name inside its "
                              f"folder: it leads out of it through a link ({link}); nothing "
-                             "there is replaced on its word")
+                             f"there is {done} on its word")
         out.append(clean)
     return out
 
@@ -241,7 +243,7 @@ def _listed(folder: str, kind: OutputKind, flag: str) -> set[str] | None:
     if not kind.recognizes(manifest):
         raise ValueError(f"{flag} {folder!r} holds a {MANIFEST} that `{kind.command}` did not "
                          f"write (another command's output); choose another {flag}")
-    return {MANIFEST, *_safe_names(kind.listed(manifest), path, folder)}
+    return {MANIFEST, *safe_names(kind.listed(manifest), path, folder)}
 
 
 def _cut_short(folder: str) -> set[str]:
@@ -255,7 +257,7 @@ def _cut_short(folder: str) -> set[str]:
         except (ValueError, OSError):  # a journal cut short: its swap had not begun
             continue
         if journal is not None:
-            names |= set(_safe_names([*journal.get("replaced", []), *journal.get("new", [])],
+            names |= set(safe_names([*journal.get("replaced", []), *journal.get("new", [])],
                                      path, folder))
     return names
 
@@ -352,7 +354,7 @@ def publish(staging: str, folder: str, kind: OutputKind, previous: Previous) -> 
     if manifest is None:
         raise NothingPublished(f"{staging} holds no {MANIFEST}: the run did not finish, nothing "
                                "was published")
-    new = sorted(set(_safe_names(kind.listed(manifest), FileSystems.join(staging, MANIFEST))))
+    new = sorted(set(safe_names(kind.listed(manifest), FileSystems.join(staging, MANIFEST))))
     missing = [n for n in new if not _is_file(_path(staging, n))]
     if missing:
         raise NothingPublished(f"{_path(staging, missing[0])} is missing, though the run's "

@@ -16,7 +16,7 @@ import dataclasses
 import os
 import sys
 
-from beam_embed.pipeline.common.errors import CommandError, one_line, one_line_errors
+from beam_embed.pipeline.common.errors import CommandError, exit_code, one_line, one_line_errors
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
@@ -139,11 +139,14 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
         try:
             make_staging(run.output, claim.run_id)
             execute(options, run.writing_to(staging))
+            if run.previous is not None:  # the rows copied were the run --reuse checked
+                run.previous.check_read()
         except Exception as e:  # the old run, if any, is untouched; say where this one stopped
             discard(staging)
             exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
             raise CommandError(f"the run stopped, nothing was published to {run.output} (its "
-                               f"previous run, if any, is untouched): {one_line(e)}") from e
+                               f"previous run, if any, is untouched): {one_line(e)}",
+                               exit_code(e)) from e
         except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
             discard(staging)
             raise

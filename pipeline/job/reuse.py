@@ -9,6 +9,11 @@ one value for the whole run, in the manifest: the model's fingerprint, its pooli
 widths, normalization), max length, long-text policy and precision. Any difference is refused up
 front (exit 2), so copied and newly encoded vectors never mix two settings.
 
+The previous run's shards are checked before any data is read (each the file its manifest
+lists: rows, size, SHA-256; beam_embed.pipeline.common.shards), and again once the job has read
+them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one, publishing
+nothing, so no copied row is attributed to a manifest it does not come from.
+
 Only a run that stored float32 vectors is copied from: its values are the encoder's output bit for
 bit. float16, int8 and binary values are not (and int8 codes are calibrated per run), so copying
 them would put rounded vectors beside exact ones. The new run may store any --vector_dtype: copied
@@ -21,19 +26,25 @@ import dataclasses
 import hashlib
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
-from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest, ReuseEntry
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.manifest import (
+    JobManifest,
+    ReuseEntry,
+    model_differences,
+)
+from beam_embed.pipeline.common.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
+)
+from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
-# What decides a stored vector besides its text, per key of the manifest's `model`; the
-# poolings (names, columns, widths, normalization) are compared whole.
-MODEL_KEYS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
-              "long_text": "long-text policy", "precision": "precision"}
 
 
 def text_key(text: str) -> bytes:
@@ -51,6 +62,13 @@ class PreviousRun:
     format: str  # the shards' format: the first the run wrote that reuse reads (Parquet first)
     columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
     reused_from: ReuseEntry
+    checked: CheckedShards | None = None  # for check_read once its rows are read (None: a dry run)
+
+    def check_read(self) -> None:
+        """After the job read its rows: they were this run's, as checked (not those of a run
+        that replaced it meanwhile); an IncompleteInput naming what changed otherwise."""
+        if self.checked is not None:
+            check_unchanged(self.checked)
 
 
 def _refused(folder: str, why: str) -> ValueError:
@@ -58,13 +76,31 @@ def _refused(folder: str, why: str) -> ValueError:
                       "every record)")
 
 
-def _differences(previous: JobManifest, base: JobManifest) -> list[str]:
-    diffs = [f"{what} {getattr(previous.model, key)!r}, this run's "
-             f"{getattr(base.model, key)!r}" for key, what in MODEL_KEYS.items()
-             if getattr(previous.model, key) != getattr(base.model, key)]
-    if previous.poolings != base.poolings:
+def _earlier_fingerprint(previous: JobManifest, base: JobManifest) -> bool:
+    """The previous run recorded this model's fingerprint as an earlier version computed it
+    (over fewer of its files): the same model as far as that run can tell."""
+    model = base.model
+    if previous.model.fingerprint == model.fingerprint or model.kind is None:
+        return False
+    return recorded_fingerprint(previous.model.fingerprint, model.kind, model.encoder,
+                                model.preprocessor).earlier
+
+
+def _differences(previous: JobManifest, base: JobManifest, earlier: bool) -> list[str]:
+    theirs = previous.model
+    if earlier:  # the same files, hashed as that version did
+        theirs = dataclasses.replace(theirs, fingerprint=base.model.fingerprint)
+    diffs = model_differences(theirs, base.model, "this run's")
+    if _vector_columns(previous) != _vector_columns(base):
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs
+
+
+def _vector_columns(manifest: JobManifest) -> tuple:
+    """What each pooling's vectors are (name, column, width, normalization), not how a run
+    stores them: an int8 run's ranges are its own, and copied float32 rows are stored with them
+    as its encoded rows are."""
+    return tuple((p.name, p.column, p.width, p.normalize) for p in manifest.poolings)
 
 
 def _poolings(manifest: JobManifest) -> str:
@@ -77,14 +113,15 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     run: its model and poolings); a ValueError in one line naming what stands in the way."""
     folder = folder.rstrip("/")
     try:
-        previous = JobManifest.read(folder)
+        previous, manifest_sha256 = JobManifest.read_hashed(folder)
     except ValueError as e:
         raise _refused(folder, str(e)) from e
     if previous.granularity != "sentence" or base.granularity != "sentence":
         raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
                                "(the previous run's granularity is "
                                f"{previous.granularity!r})")
-    diffs = _differences(previous, base)
+    earlier = _earlier_fingerprint(previous, base)
+    diffs = _differences(previous, base, earlier)
     if diffs:
         raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
                                "mix with new ones: " + "; ".join(diffs))
@@ -96,28 +133,35 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
-    es = EmbeddingSet(folder, previous)
+    try:
+        es = EmbeddingSet(folder, previous, manifest_sha256)
+    except ValueError as e:  # a shard name that leads out of the folder
+        raise _refused(folder, str(e)) from e
     fmt = es.first_with(READER)
     if fmt is None:
         read = " or ".join(f.title for f in output_formats.readers(READER))
         raise _refused(folder, f"it has no {read} shards (formats {previous.formats}); reuse "
                                "reads one of them")
     try:
-        # every shard present and holding the rows the manifest counts, counted now (TFRecord
-        # by its records' framing): a damaged run is refused before any data is read, not
-        # halfway through the job
-        shards = check_shards(es, fmt.name, count_all=True)
+        # every shard present, the file the run wrote (its size and SHA-256) and holding the
+        # rows the manifest counts, counted now (TFRecord by its records' framing): a damaged
+        # or swapped run is refused before any data is read, not halfway through the job
+        checked = check_shards(es, fmt.name, count_all=True)
     except IncompleteInput as e:
-        raise _refused(folder, f"its shards are incomplete: {one_line(e)}") from e
-    with FileSystems.open(FileSystems.join(folder, MANIFEST)) as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        raise _refused(folder, f"its shards are incomplete or changed: {one_line(e)}") from e
+    if earlier:
+        log(f"--reuse {folder}: {EARLIER_FINGERPRINT}")
+    if not checked.verified:
+        log(f"--reuse {folder}: {unverified(es)}")
     return PreviousRun(
-        folder=folder, shards=shards, format=fmt.name,
+        folder=folder, shards=checked.paths, format=fmt.name,
         columns=tuple((p.column, p.width) for p in es.poolings),
         reused_from=ReuseEntry(output=folder, started_at=previous.started_at,
                                finished_at=previous.finished_at,
-                               fingerprint=previous.model.fingerprint, manifest_sha256=digest,
-                               rows=int(previous.counts.get("embedded", 0))))
+                               fingerprint=previous.model.fingerprint,
+                               manifest_sha256=manifest_sha256[:16],  # of what was read
+                               rows=int(previous.counts.get("embedded", 0))),
+        checked=checked)
 
 
 def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> PreviousRun:

@@ -34,6 +34,7 @@ from beam_embed.pipeline.common.output_formats.tfrecord import (
     raw_features,
 )
 from beam_embed.pipeline.common.records import EmbeddedBatch
+from beam_embed.pipeline.common.shard_digests import SIDECAR, take_digests
 from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 
@@ -207,12 +208,17 @@ class _WriteManifest(beam.DoFn):
         totals = dict.fromkeys(self._names, 0)
         for k, v in sorted(counts):
             totals[k] = totals.get(k, 0) + int(v)
-        listed = listed_files(number_shards(files, SHARD_TEMPLATE), self._formats)
-        # each shard's rows, read back: readers check them (beam_embed.pipeline.common.shards)
+        written = number_shards([f for f in files if not f.endswith(SIDECAR)], SHARD_TEMPLATE)
+        listed = listed_files(written, self._formats)
+        # each shard's rows, read back, and its size and hash, taken as it was written: readers
+        # check them (beam_embed.pipeline.common.shards)
         rows = {name: fmt.count_rows(FileSystems.join(self._output, name))
                 for fmt in self._formats for name in listed["files"].get(fmt.name, ())}
+        paths = {name: FileSystems.join(self._output, name) for name in rows}
+        taken = take_digests(list(paths.values()))
+        digests = {name: taken[path] for name, path in paths.items() if path in taken}
         manifest = dataclasses.replace(
-            self._base, **dict(extras), counts=totals, **listed, rows=rows,
+            self._base, **dict(extras), counts=totals, **listed, rows=rows, digests=digests,
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             wall_time_s=round(time.time() - self._base.started_unix, 3))
         manifest.write(self._output)

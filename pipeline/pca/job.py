@@ -21,10 +21,22 @@ from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
 from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
 from beam_embed.pipeline.common.literal_paths import matching
-from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind, PcaManifest, make_folder
+from beam_embed.pipeline.common.manifest import (
+    MANIFEST,
+    ModelEntry,
+    OutputKind,
+    PcaManifest,
+    make_folder,
+    model_differences,
+)
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.runners import runner_for
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
+)
 from beam_embed.pipeline.common.staging import (
     NothingPublished,
     check_output,
@@ -63,6 +75,7 @@ from beam_embed.pipeline.pca.project import (
 from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from beam_embed.pipeline.pca.sample import SampleRows, write_sample
 from beam_embed.process import exits
+from beam_embed.process.log import log
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
 OUTPUTS = (MANIFEST, FIT_FILE, SAMPLE_FILE, f"{PROJECTIONS}-*-of-*.parquet", HTML_FILE,
@@ -91,6 +104,7 @@ class Plan:
     sample: int
     seed: int
     overwrite: bool = False
+    checked: CheckedShards | None = None  # the input's shards as checked, re-checked once read
 
 
 def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, PcaFit | None]:
@@ -114,6 +128,7 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
         raise ValueError(f"--fit {args.fit} was made on column {saved.pooling.column!r} of "
                          f"width {saved.pooling.width}; {source} has {pooling.column!r} of "
                          f"width {pooling.width}")
+    _check_fit_settings(args.fit, saved, pooling, es)
     for flag, given, kept in (("components", args.components, saved.components),
                               ("center", args.center, saved.center),
                               ("whiten", args.whiten, saved.whiten)):
@@ -123,6 +138,22 @@ def _fit_spec(args, es: EmbeddingSet, records: int | None) -> tuple[FitSpec, Pca
     # the fit's space, this run's storage: a fit on float32 vectors projects int8 ones
     saved = dataclasses.replace(saved, pooling=pooling)
     return saved, dataclasses.replace(fit, spec=saved)
+
+
+def _check_fit_settings(path: str, saved: FitSpec, pooling, es: EmbeddingSet) -> None:
+    """A saved fit applies only to vectors made as the ones it was fitted on: the same model
+    (fingerprint), max length, long-text policy, precision and normalization, as --reuse
+    requires of the rows it copies (the storage may differ: a float32 fit projects int8
+    vectors). A ValueError naming each difference."""
+    diffs = model_differences(ModelEntry.from_json(saved.model), es.model,
+                              f"{es.manifest_path}'s")
+    if saved.pooling.normalize != pooling.normalize:
+        diffs.append(f"normalized {saved.pooling.normalize}, {es.manifest_path}'s "
+                     f"{pooling.normalize}")
+    if diffs:
+        raise ValueError(f"--fit {path} was made on vectors embedded with other settings, and "
+                         f"its axes do not apply to these: {'; '.join(diffs)}; fit again "
+                         "without --fit")
 
 
 def _columns(args, es: EmbeddingSet) -> tuple[str, ...]:
@@ -172,9 +203,12 @@ def make_plan(args) -> Plan:
                          args.dims, args.color_by, args.seed)
     columns = _columns(args, es)
     check_output(args.output, PCA_OUTPUT, args.overwrite)
-    check_shards(es, fmt)  # last: every listed shard there (Parquet: whole, rows adding up)
+    # last: every listed shard there, the file the run wrote (Parquet: rows adding up)
+    checked = check_shards(es, fmt)
+    if not checked.verified:
+        log(unverified(es))
     return Plan(es, fmt, shards, spec, saved_fit, columns, args.output, exports, args.sample,
-                args.seed, args.overwrite)
+                args.seed, args.overwrite, checked)
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
@@ -287,6 +321,8 @@ def _write_all(plan: Plan, options: PipelineOptions) -> dict:
     exports = export_sample(FileSystems.join(plan.output, SAMPLE_FILE), plan.exports,
                             fit.explained_variance_ratio)
     check_all_read(plan, exports)
+    if plan.checked is not None:  # what was read is the run the input's manifest describes
+        check_unchanged(plan.checked)
     manifest = _manifest(plan, fit, exports)
     with naming_file(FileSystems.join(plan.output, MANIFEST)):
         manifest.write(plan.output)

@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return exits.BAD_CONFIG
+    from beam_embed.pipeline.common.shards import check_unchanged
     from beam_embed.pipeline.search.corpus import blocks
     from beam_embed.pipeline.search.scan import resolve_hits, top_k
 
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     scored, source = blocks(corpus, args.index, args.block_rows)
     best, rows = top_k(scored, queries, args.k, normalized=args.index or p.unit_length)
     hits = resolve_hits(corpus.format, corpus.shards, best, corpus.has_text)
+    if corpus.checked is not None:  # the hits are the run the manifest describes
+        check_unchanged(corpus.checked)
     log(f"{printable(str(corpus.model.name))}, pooling {printable(p.name)}: {rows} records "
         f"from {source} in {time.monotonic() - began:.2f}s")
     if args.json:  # exact texts, with the characters a terminal obeys as JSON escapes

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.spec import fingerprint
+from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
 from beam_embed.pipeline.common.manifest import ModelEntry
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.shards import CheckedShards, check_shards, unverified
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
 from beam_embed.pipeline.search.scan import vector_blocks
+from beam_embed.process.log import log
 
 # The formats' reader search scans with: one vector column at a time straight from the shards
 # (beam_embed.pipeline.search.scan), which only a columnar format allows.
@@ -32,6 +33,8 @@ class Corpus:
     has_text: bool
     finished_at: str
     format: OutputFormat  # the shards' format, one search reads
+    checked: CheckedShards | None = None  # the shards as checked, re-checked once read
+    manifest_sha256: str | None = None  # the run's identity for the search index
 
 
 def load_corpus(folder: str, pooling: str | None) -> Corpus:
@@ -44,33 +47,40 @@ def load_corpus(folder: str, pooling: str | None) -> Corpus:
         raise ValueError(f"{found.manifest_path} lists no {title} shards (formats "
                          f"{sorted(found.files)}); search reads {title}: rerun the job with "
                          f"--format {searchable[0].name}")
-    shards = check_shards(found, fmt.name)  # each there and whole, rows adding up
-    return Corpus(folder, found.model, chosen, list(shards), found.has_text, found.finished_at,
-                  fmt)
+    checked = check_shards(found, fmt.name)  # each there, whole, the file the run wrote
+    if not checked.verified:
+        log(unverified(found))
+    return Corpus(folder, found.model, chosen, list(checked.paths), found.has_text,
+                  found.finished_at, fmt, checked, found.manifest_sha256)
 
 
 def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | None]:
     """(kind, encoder, preprocessor) of the model that embedded the corpus, checked by
-    fingerprint: a different model's vectors are not comparable with the stored ones."""
+    fingerprint: a different model's vectors are not comparable with the stored ones. A
+    fingerprint an earlier version recorded (over fewer of the model's files) is accepted, and
+    said."""
     from beam_embed.models.presets import resolve
 
     recorded, m = corpus.model.fingerprint, corpus.model
     if model is not None:
         spec = resolve(model)
-        found = fingerprint(spec.kind, spec.encoder, spec.preprocessor)
-        if found != recorded:
-            raise ValueError(
-                f"--model {model!r} is {spec.name} (fingerprint {found}), but {corpus.folder} was "
-                f"embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
-                "with the model of the stored vectors")
-        return spec.kind, spec.encoder, spec.preprocessor
-    found = fingerprint(m.kind, m.encoder, m.preprocessor)
-    if found != recorded:
+        kind, encoder, preprocessor = spec.kind, spec.encoder, spec.preprocessor
+    else:
+        kind, encoder, preprocessor = m.kind, m.encoder, m.preprocessor
+    found = recorded_fingerprint(recorded, kind, encoder, preprocessor)
+    if not found.same and model is not None:
+        raise ValueError(
+            f"--model {model!r} is {spec.name} (fingerprint {found.now}), but {corpus.folder} "
+            f"was embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
+            "with the model of the stored vectors")
+    if not found.same:
         raise ValueError(
             f"the model {m.name} at {m.encoder!r} is missing or changed since "
-            f"{corpus.folder} was embedded (fingerprint {found}, manifest {recorded}); pass "
+            f"{corpus.folder} was embedded (fingerprint {found.now}, manifest {recorded}); pass "
             "--model with a copy of the original model")
-    return m.kind, m.encoder, m.preprocessor
+    if found.earlier:
+        log(f"{corpus.folder}: {EARLIER_FINGERPRINT}")
+    return kind, encoder, preprocessor
 
 
 def build_embedder(corpus: Corpus, model: str | None):

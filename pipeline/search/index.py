@@ -39,7 +39,8 @@ def stamp(corpus) -> dict:
     """What the index must have been built from to be reused."""
     return {"column": corpus.pooling.column, "finished_at": corpus.finished_at,
             "fingerprint": corpus.model.fingerprint,
-            "shards": [os.path.basename(s) for s in corpus.shards]}
+            "shards": [os.path.basename(s) for s in corpus.shards],
+            "manifest_sha256": corpus.manifest_sha256}
 
 
 def open_index(corpus) -> np.ndarray | None:

@@ -1,10 +1,12 @@
-"""Readers check the manifest's shards: a missing, truncated or swapped file is named in one
-line instead of being read as fewer records."""
+"""Readers check the manifest's shards: a missing, truncated, swapped or edited file is named in
+one line instead of being read as fewer or other records, and a file replaced after the check is
+named once read."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -13,8 +15,8 @@ from beam_embed.pipeline.common.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.tfrecord import framed_records, read_records
-from beam_embed.pipeline.common.shards import check_shards
-from tests.pca.fixtures import clustered_matrix, records, write_embeddings
+from beam_embed.pipeline.common.shards import check_shards, check_unchanged, unverified
+from tests.pca.fixtures import clustered_matrix, records, without_digests, write_embeddings
 
 
 @pytest.fixture
@@ -30,7 +32,7 @@ def _shard(output, index: int, fmt: str) -> str:
 
 def test_a_complete_output_passes_and_counts_agree(output):
     es = load_embedding_set(output)
-    assert check_shards(es, "parquet") == es.files["parquet"]
+    assert check_shards(es, "parquet").paths == es.files["parquet"]
     count = output_format("tfrecord").count_rows
     assert [count(p) for p in es.files["tfrecord"]] == [100, 100, 100]
 
@@ -96,3 +98,95 @@ def test_the_framing_count_agrees_with_tf_data_and_names_damage(output):
             f.write(damaged)
         with pytest.raises(IncompleteInput, match=message.replace("(", r"\(").replace(")", r"\)")):
             framed_records(path, len(damaged))
+
+
+_opened: list[str] | None = None  # the files Python opens while a test records them
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if _opened is not None and event == "open" and isinstance(args[0], str):
+        _opened.append(args[0])
+
+
+sys.addaudithook(_record_opens)  # Python's own record of open(): no function is replaced
+
+
+def _same_rows_other_values(output, tmp_path) -> str:
+    """A shard of another run with the same rows (ids, texts, sizes) and other vectors, as a
+    --no-normalize run of the same texts has: its path."""
+    x, _ = clustered_matrix(300)
+    other = write_embeddings(str(tmp_path / "other"), records({"mean": x * 6.5}), shards=3,
+                             formats=("parquet", "tfrecord"))
+    return os.path.join(other, "embeddings-00001-of-00003.parquet")
+
+
+def test_a_shard_with_the_same_rows_and_size_but_other_vectors_is_named(output, tmp_path):
+    path = _shard(output, 1, "parquet")
+    other = _same_rows_other_values(output, tmp_path)
+    assert os.path.getsize(other) == os.path.getsize(path)  # only the content tells them apart
+    shutil.copy(other, path)
+    with pytest.raises(IncompleteInput) as swapped:
+        check_shards(load_embedding_set(output), "parquet")
+    assert str(swapped.value) == (
+        f"{path} is not the file {output}/manifest.json lists: its SHA-256 differs from the one "
+        "recorded as the run wrote it (it was replaced or changed since); restore it or rerun "
+        "the job")
+
+
+def test_a_shard_of_another_size_is_named_before_it_is_hashed(output):
+    path = _shard(output, 0, "tfrecord")  # TFRecord: no rows counted up front
+    with open(path, "ab") as f:
+        f.write(b"\0" * 16)
+    with pytest.raises(IncompleteInput, match=rf"^{path} holds \d+ bytes, but .* records \d+: "
+                                              "it was replaced or cut short"):
+        check_shards(load_embedding_set(output), "tfrecord")
+
+
+def test_a_checked_run_is_not_hashed_again_until_a_file_changes(output):
+    """TFRecord: its rows are not counted up front, so only hashing would open the files."""
+    global _opened
+    es = load_embedding_set(output)
+    assert check_shards(es, "tfrecord").verified
+    _opened = []
+    try:
+        check_shards(es, "tfrecord")
+        looked = list(_opened)
+    finally:
+        _opened = None
+    assert not [p for p in looked if p in es.files["tfrecord"]]  # remembered, not read again
+    with open(es.files["tfrecord"][2], "r+b") as f:  # the same size, one byte changed
+        f.seek(40)
+        byte = f.read(1)
+        f.seek(40)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(IncompleteInput, match="SHA-256 differs"):
+        check_shards(es, "tfrecord")
+
+
+def test_a_file_replaced_after_the_check_is_named_once_read(output, tmp_path):
+    es = load_embedding_set(output)
+    checked = check_shards(es, "parquet")
+    check_unchanged(checked)  # nothing changed: nothing said
+    path = es.files["parquet"][1]
+    shutil.copy(path, path + ".new")  # the same bytes, another file: as a new run publishes it
+    os.replace(path + ".new", path)
+    with pytest.raises(IncompleteInput, match=rf"^{path} was replaced or changed while it was "
+                                              "read"):
+        check_unchanged(checked)
+    checked = check_shards(es, "parquet")
+    manifest = os.path.join(output, "manifest.json")
+    with open(manifest, "a") as f:
+        f.write("\n")
+    with pytest.raises(IncompleteInput, match=r"manifest.json was replaced while its run was "
+                                              "read"):
+        check_unchanged(checked)
+
+
+def test_a_manifest_of_an_earlier_version_is_checked_by_rows_and_says_so(output):
+    without_digests(output)
+    es = load_embedding_set(output)
+    checked = check_shards(es, "parquet")
+    assert not checked.verified and checked.paths == es.files["parquet"]
+    assert unverified(es) == (f"{output}/manifest.json records no checksums of its shards (a run "
+                              "of an earlier version): they are checked by their sizes and row "
+                              "counts only")

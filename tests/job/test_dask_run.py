@@ -26,7 +26,7 @@ pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
 TOPICS = ("river", "money", "cat", "dog")
 # fields that differ from run to run (times) or by how the work was split (shards)
-PER_RUN = {"started_at", "started_unix", "finished_at", "wall_time_s", "files", "rows",
+PER_RUN = {"started_at", "started_unix", "finished_at", "wall_time_s", "files", "rows", "digests",
            "errors_files"}
 ENCODER_STEP = "RunInference"  # in the task names of the encoder's step
 

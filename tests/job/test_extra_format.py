@@ -77,7 +77,7 @@ def test_a_registered_format_is_written_listed_and_checked(jsonl_format, tiny_ex
     assert sum(manifest["rows"][n] for n in manifest["files"]["parquet"]) == 9
 
     es = load_embedding_set(out)
-    assert check_shards(es, "jsonl") == es.files["jsonl"]
+    assert check_shards(es, "jsonl").paths == es.files["jsonl"]
     assert es.shards(None)[0] == "parquet"  # readers still choose one they can read
     with pytest.raises(ValueError, match="cannot be read here"):
         es.shards("jsonl")

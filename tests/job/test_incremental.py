@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from beam_embed.models.embedder import Embedder
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 from beam_embed.pipeline.job.command import main
 from tests.bert_reference import tiny_poolings
 from tests.job_helpers import dead_letters, parquet_rows, run_job, tfrecord_rows, write_lines
@@ -204,6 +205,30 @@ def test_reuse_copies_only_float32_runs_into_any_vector_dtype(tiny_export, first
     assert len(copied) == 12
     for row in copied:  # the previous run's float32 values, rounded as the writer rounds
         assert half(row) in old[row["text"]]
+
+
+def test_reuse_into_int8_stores_copied_rows_with_the_runs_own_ranges(tiny_export, first_run,
+                                                                      tmp_path):
+    """A float32 run seeds an int8 run: its rows are copied, then stored with the new run's
+    calibrated ranges exactly as the encoded rows are (the pooling entries differ only by those
+    ranges, which are how this run stores vectors, not what the vectors are)."""
+    _, previous, _ = first_run
+    grown = write_lines(str(tmp_path / "grown.txt"), CORPUS + NEW)
+    out = str(tmp_path / "int8")
+    manifest = run_job(out, "--input", grown, "--model", tiny_export, *ARGS,
+                       "--vector_dtype", "int8", "--reuse", previous)
+    assert manifest["vector_dtype"] == "int8"
+    assert (manifest["counts"]["reused"], manifest["counts"]["encoded"]) == (12, 2)
+    stored = {p["column"]: StoredVectors("int8", p["width"], p["scale"], p["offset"])
+              for p in manifest["poolings"]}
+    old = {}
+    for row in parquet_rows(previous).values():
+        old.setdefault(row["text"], set()).add(tuple(
+            stored[c].encode(np.float32([row[c]]))[0].tobytes() for c in ("mean", "cls")))
+    copied = [row for row in parquet_rows(out).values() if row["text"] in old]
+    assert len(copied) == 12
+    for row in copied:  # the previous run's float32 values, coded with this run's ranges
+        assert (row["mean"], row["cls"]) in old[row["text"]]  # int8 codes, as bytes
 
 
 def test_reuse_refuses_incomplete_or_unmatchable_runs(tiny_export, first_run, tmp_path, capsys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 
+from beam_embed.models import saved_model
 from beam_embed.models.encoders import KINDS, paired_kind
 from beam_embed.models.encoders.detect import read_facts
 from beam_embed.models.spec import encoder_spec, fingerprint
@@ -17,13 +18,19 @@ def _pb(folder: str) -> bytes:
         return f.read()
 
 
-def test_saved_model_fingerprint_is_the_one_manifests_hold(tiny_export):
+def test_saved_model_fingerprints_are_the_ones_manifests_hold(tiny_export):
+    """Manifests hold the kind's fingerprint (tests/models/test_fingerprint.py says what it
+    covers); those of earlier versions hold sha256 over the saved_model.pb files, which the
+    kind still knows."""
     encoder, preprocessor = f"{tiny_export}/encoder", f"{tiny_export}/preprocessor"
-    expected = hashlib.sha256(_pb(encoder) + _pb(preprocessor)).hexdigest()[:16]
+    expected = saved_model.fingerprint(encoder, preprocessor)
     assert fingerprint("bert", encoder, preprocessor) == expected
     assert encoder_spec(tiny_export).fingerprint() == expected
+    earlier = hashlib.sha256(_pb(encoder) + _pb(preprocessor)).hexdigest()[:16]
+    assert KINDS["bert"].encoder_class().earlier_fingerprints(encoder, preprocessor) == (earlier,)
     remote = "https://tfhub.dev/google/elmo/3"  # never fetched: the handle itself is hashed
-    assert fingerprint("elmo", remote) == hashlib.sha256(remote.encode()).hexdigest()[:16]
+    assert KINDS["elmo"].encoder_class().earlier_fingerprints(remote) == (
+        hashlib.sha256(remote.encode()).hexdigest()[:16],)
 
 
 def test_positions_as_each_kind_reads_them(tiny_export, tf1_bert, text_in):

@@ -3,6 +3,7 @@ fixed format (shards + manifest.json), and the matrices that go in them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -60,7 +61,8 @@ def _example(row: dict, vector_columns) -> bytes:
 def write_embeddings(folder: str, table: pa.Table, shards: int = 4, row_group_size: int = 64,
                      formats=("parquet",), normalize=None) -> str:
     """Writes `table` as the job would: `embeddings-SSSSS-of-NNNNN.{parquet,tfrecord}` shards
-    (contiguous row ranges) and manifest.json. Vector columns are the fixed_size_list ones."""
+    (contiguous row ranges) and manifest.json (each shard's rows, size and SHA-256). Vector
+    columns are the fixed_size_list ones."""
     os.makedirs(folder, exist_ok=True)
     vector_columns = [f.name for f in table.schema if pa.types.is_fixed_size_list(f.type)]
     bounds = np.linspace(0, table.num_rows, shards + 1).astype(int)
@@ -92,10 +94,29 @@ def write_embeddings(folder: str, table: pa.Table, shards: int = 4, row_group_si
         "counts": {"read": table.num_rows, "embedded": table.num_rows, "skipped_empty": 0,
                    "dead_lettered": 0},
         "rows": {name: int(bounds[s + 1] - bounds[s]) for names in files.values()
-                 for s, name in enumerate(names)}}
+                 for s, name in enumerate(names)},
+        "digests": {name: _digest(os.path.join(folder, name)) for names in files.values()
+                    for name in names}}
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     return folder
+
+
+def _digest(path: str) -> dict:
+    """A shard's size and SHA-256, as the job's manifest records them."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def without_digests(folder: str) -> None:
+    """The run's manifest as earlier versions wrote it: no shard sizes and SHA-256s."""
+    path = os.path.join(folder, "manifest.json")
+    with open(path) as f:
+        manifest = json.load(f)
+    del manifest["digests"]
+    with open(path, "w") as f:
+        json.dump(manifest, f)
 
 
 def read_projections(folder: str) -> pa.Table:

@@ -10,7 +10,7 @@ import pytest
 
 from beam_embed.pipeline.cli import main as cli
 from beam_embed.process import exits
-from tests.pca.fixtures import clustered_matrix, records, write_embeddings
+from tests.pca.fixtures import clustered_matrix, records, without_digests, write_embeddings
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
@@ -50,7 +50,9 @@ def test_pca_names_a_truncated_parquet_shard(tmp_path, capsys):
 
 
 def test_pca_names_a_tfrecord_shard_cut_at_a_record_boundary(tmp_path, capsys):
-    """Only the manifest's count per shard shows this cut: the file reads cleanly."""
+    """The file reads cleanly: the size its manifest records shows this cut before anything is
+    read; a manifest of an earlier version, which records no sizes, has the record count per
+    shard, checked as the shard is read."""
     out = _output(tmp_path / "emb", "tfrecord")
     shard = os.path.join(out, "embeddings-00003-of-00004.tfrecord")
     data = open(shard, "rb").read()
@@ -61,6 +63,13 @@ def test_pca_names_a_tfrecord_shard_cut_at_a_record_boundary(tmp_path, capsys):
         sizes.append(at)
     with open(shard, "wb") as f:
         f.write(data[:sizes[59]])  # 60 of its 100 records
+    assert cli(["pca", "--input", out, "--output", str(tmp_path / "viz"),
+                "--components", "4"]) == exits.INCOMPLETE_INPUT
+    line = _one_line(capsys, "pca")
+    assert f"{shard} holds {sizes[59]} bytes, but {out}/manifest.json records {len(data)}" in line
+    assert not (tmp_path / "viz").exists()  # refused before anything was read or written
+
+    without_digests(out)
     assert cli(["pca", "--input", out, "--output", str(tmp_path / "viz"),
                 "--components", "4"]) == exits.INCOMPLETE_INPUT
     line = _one_line(capsys, "pca")

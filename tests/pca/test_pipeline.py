@@ -198,6 +198,44 @@ def test_flags_that_disagree_with_a_saved_fit_are_refused(capsys, tmp_path):
     assert re.search(r"was made on column 'mean' of width 48; .* has 'mean_layer_m2'", err)
 
 
+def _with_model(folder, **model) -> None:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["model"].update(model)
+    path.write_text(json.dumps(manifest))
+
+
+def test_a_saved_fit_of_vectors_made_otherwise_is_refused(capsys, tmp_path):
+    """A fit's axes belong to the vectors it was fitted on: a fit of normalized vectors, of
+    another max length or of another model is refused for a run whose manifest says otherwise,
+    naming each difference, before any data is read; the same settings are accepted."""
+    _, table = _table(n=100, seed=7)
+    write_embeddings(str(tmp_path / "fitted"), table, shards=1)
+    _with_model(tmp_path / "fitted", max_seq_length=128, precision="fp32")
+    _run(tmp_path / "fitted", tmp_path / "fit", "--components", "3")
+    saved = str(tmp_path / "fit/pca.npz")
+    write_embeddings(str(tmp_path / "normalized"), table, shards=1,
+                     normalize={"mean": True, "mean_layer_m2": True})
+    _with_model(tmp_path / "normalized", max_seq_length=128, precision="fp32")
+    capsys.readouterr()
+    err = _refused(capsys, tmp_path / "normalized", tmp_path / "viz", "--fit", saved)
+    assert f"--fit {saved} was made on vectors embedded with other settings" in err
+    assert f"normalized False, {tmp_path / 'normalized' / 'manifest.json'}'s True" in err
+    assert "max length" not in err
+
+    write_embeddings(str(tmp_path / "longer"), table, shards=1)
+    _with_model(tmp_path / "longer", max_seq_length=256, precision="fp32", fingerprint="0ther")
+    err = _refused(capsys, tmp_path / "longer", tmp_path / "viz", "--fit", saved)
+    assert "max length 128, " in err and "'s 256" in err
+    assert "model (fingerprint) 'abc123', " in err and "'s '0ther'" in err
+    assert "normalized" not in err
+    assert not (tmp_path / "viz").exists()
+
+    write_embeddings(str(tmp_path / "same"), table, shards=1)  # the same settings: applied
+    _with_model(tmp_path / "same", max_seq_length=128, precision="fp32")
+    assert _run(tmp_path / "same", tmp_path / "viz", "--fit", saved)["fit"]["reused"]
+
+
 def _pca_manifest(projections: list[str]) -> str:
     return json.dumps({"kind": "pca", "fit": {"file": "pca.npz"}, "sample_file": "sample.parquet",
                        "projections": {"files": projections}, "html": "plot.html",

@@ -45,9 +45,10 @@ class ParquetFile:
 
 def sink(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
          template: str | None = None, compression: str = "none",
-         dictionary: list[str] | None = None):
+         dictionary: list[str] | None = None, digests: bool = False):
     """Beam's file-based sink of pyarrow Tables into Parquet shards named prefix + template +
-    suffix (`dictionary`: the dictionary-encoded columns; None: the string columns)."""
+    suffix (`dictionary`: the dictionary-encoded columns; None: the string columns; `digests`:
+    each shard's hash for the job's manifest, sink.FormatSink)."""
     import functools
 
     from apache_beam.io.filesystem import CompressionTypes
@@ -58,7 +59,8 @@ def sink(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
                       functools.partial(ParquetFile, schema=schema, compression=compression,
                                         dictionary=dictionary),
                       "application/x-parquet",
-                      CompressionTypes.UNCOMPRESSED)  # Parquet compresses itself
+                      CompressionTypes.UNCOMPRESSED,  # Parquet compresses itself
+                      digests=digests)
 
 
 def write_tables(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
@@ -80,7 +82,7 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
 
     shards = sink(FileSystems.join(output, PREFIX), schema.arrow(), num_shards, SUFFIX,
-                  SHARD_TEMPLATE)
+                  SHARD_TEMPLATE, digests=True)
     return ("ToArrow" >> beam.Map(schema.table)
             | "WriteShards" >> write_shards(shards, in_bundles))
 

@@ -14,21 +14,33 @@ from collections.abc import Callable
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from beam_embed.pipeline.common.literal_paths import ExactFinalize
+from beam_embed.pipeline.common.literal_paths import ExactFinalize, existing
+from beam_embed.pipeline.common.shard_digests import (
+    HashingFile,
+    sidecar,
+    with_sidecars,
+    write_sidecar,
+)
 from beam_embed.pipeline.common.staging import naming_file
 
 
 class FormatSink(ExactFinalize, filebasedsink.FileBasedSink):
+    """`digests`: each file's size and SHA-256, hashed as it is written, are left beside it for
+    the manifest (beam_embed.pipeline.common.shard_digests), and move with it when it is renamed
+    to its shard name."""
+
     def __init__(self, file_path_prefix: str, file_name_suffix: str, num_shards: int,
                  shard_name_template: str | None, open_file: Callable, mime_type: str,
-                 compression_type: str = CompressionTypes.AUTO):
+                 compression_type: str = CompressionTypes.AUTO, digests: bool = False):
         super().__init__(file_path_prefix, coder=None, file_name_suffix=file_name_suffix,
                          num_shards=num_shards, shard_name_template=shard_name_template,
                          mime_type=mime_type, compression_type=compression_type)
-        self._open_file = open_file
+        self._open_file, self._digests = open_file, digests
 
     def open(self, temp_path):
         handle = super().open(temp_path)
+        if self._digests:
+            handle = HashingFile(handle)
         with naming_file(temp_path):
             return handle, self._open_file(handle), temp_path
 
@@ -41,3 +53,13 @@ class FormatSink(ExactFinalize, filebasedsink.FileBasedSink):
         with naming_file(path):
             writer.close()
             super().close(handle)
+            if self._digests:
+                write_sidecar(path, handle.digest())
+
+    def files_to_rename(self, writer_results, num_shards, window=None):
+        sources, destinations, deletes, skipped = super().files_to_rename(
+            writer_results, num_shards, window)
+        if self._digests:
+            present = existing([sidecar(s) for s in sources])
+            sources, destinations = with_sidecars(sources, destinations, present)
+        return sources, destinations, deletes, skipped

@@ -142,13 +142,14 @@ class RecordsFile:
         """The sink closes the file itself."""
 
 
-def sink(prefix: str, suffix: str = SUFFIX, num_shards: int = 0, template: str | None = None):
+def sink(prefix: str, suffix: str = SUFFIX, num_shards: int = 0, template: str | None = None,
+         digests: bool = False):
     """Beam's file-based sink of lists of serialized records into TFRecord shards named prefix
-    + template + suffix."""
+    + template + suffix (`digests`: each shard's hash for the job's manifest, sink.FormatSink)."""
     from beam_embed.pipeline.common.output_formats.sink import FormatSink
 
     return FormatSink(prefix, suffix, num_shards, template, RecordsFile,
-                      "application/octet-stream")
+                      "application/octet-stream", digests=digests)
 
 
 def write(output: str, schema, num_shards: int, in_bundles: bool = False):
@@ -160,7 +161,8 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     from beam_embed.pipeline.common.bundle_write import write_shards
     from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
 
-    shards = sink(FileSystems.join(output, PREFIX), SUFFIX, num_shards, SHARD_TEMPLATE)
+    shards = sink(FileSystems.join(output, PREFIX), SUFFIX, num_shards, SHARD_TEMPLATE,
+                  digests=True)
     return ("ToExamples" >> beam.Map(schema.serialized)
             | "WriteShards" >> write_shards(shards, in_bundles))
 
