@@ -28,7 +28,7 @@ HELP_WORDS = ("-h", "--help", "help")
 
 
 def version() -> str:
-    from beam_embed.pipeline.common.versions import installed_version
+    from beam_embed.process.versions import installed_version
 
     return installed_version("beam-embed", "unknown (not installed: pip install -e .)")
 

@@ -20,6 +20,8 @@ nothing of beam_embed.pipeline or beam_embed.models, and nothing heavy at module
     blas.py           numpy's BLAS threads, limited around a block of work
     exits.py          the exit codes, Ctrl-C recorded, the process ended without teardown
                       (os._exit after the atexit handlers and a flush)
+    versions.py       an installed distribution's version without importing it, and the
+                      `pip install` of an extra as this environment installed beam-embed
     private_apis.py   every private API of Beam, google-auth, TF-Hub, argparse and atexit the
                       project touches, under a public name, each tested
 

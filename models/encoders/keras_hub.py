@@ -5,7 +5,7 @@ The folder is recognized from its own files (config.json saying `model_type: ber
 model.safetensors), not from a SavedModel. Every layer's output is read through one Keras
 model built on the backbone's graph (the backbone itself returns only the last layer), so
 `mean@-2` works as for the `bert` kind. keras-hub is an optional dependency
-(`pip install 'beam-embed[keras-hub]'`). The tokenizer is keras-hub's, stripping accents as
+(the `keras-hub` extra). The tokenizer is keras-hub's, stripping accents as
 Hugging Face's BertTokenizer does (tokenizer_config.json's strip_accents, else with
 lower-casing). keras-hub computes GELU with its tanh approximation whatever `hidden_act` says
 (an `export-model` export computes the erf form): vectors agree with the export's to a cosine
@@ -27,11 +27,11 @@ from beam_embed.models.encoder import Encoder, Units
 from beam_embed.models.encoders.bert import SPECIAL_TOKENS_PER_TEXT
 from beam_embed.models.fixed_shapes import bucket_length
 from beam_embed.models.pooling import EncoderOutput
+from beam_embed.process.versions import install_command
 
 CONFIG, WEIGHTS, VOCAB = "config.json", "model.safetensors", "vocab.txt"
 # The files that decide the vectors: hashed into the fingerprint, in this order.
 FINGERPRINTED = (CONFIG, WEIGHTS, VOCAB, "tokenizer_config.json")
-INSTALL = "pip install 'beam-embed[keras-hub]'"
 _LOADED: dict[str, tuple] = {}  # folder -> (layers model, tokenizer): loaded once per process
 _LOCK = threading.Lock()
 
@@ -56,7 +56,8 @@ def _keras_hub():
         import keras
         import keras_hub
     except ImportError as e:
-        raise ValueError(f"the keras_hub encoder kind needs keras-hub ({e}); {INSTALL}") from e
+        raise ValueError(f"the keras_hub encoder kind needs keras-hub ({e}): "
+                         f"{install_command('keras-hub')}") from e
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"the keras_hub encoder kind runs on Keras' TensorFlow backend, but "
                          f"Keras was loaded with {keras.backend.backend()!r}; unset "

@@ -8,6 +8,7 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beam_embed.process.local_runs import tune_local_run
+from beam_embed.process.versions import install_command
 
 # --runner names of the project's Dask runner (beam_embed.pipeline.common.dask_runner). Beam's own
 # DaskRunner, named by its path, loses data on this job: that name gets the project's runner too.
@@ -29,7 +30,7 @@ def check_runner(options: PipelineOptions) -> None:
         from beam_embed.pipeline.common.dask_runner.runner import DaskOptions, connect
     except ImportError as e:
         raise ValueError(f"--runner {options.view_as(StandardOptions).runner} needs dask: "
-                         f"pip install 'beam-embed[dask]' ({e})") from e
+                         f"{install_command('dask')} ({e})") from e
     timeout = options.view_as(DaskOptions).timeout
     connect(options, timeout if isinstance(timeout, int) else PREFLIGHT_TIMEOUT_S,
             workers=False).close()

@@ -22,12 +22,12 @@ from beam_embed.pipeline.common.manifest import (
 )
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
-from beam_embed.pipeline.common.versions import installed_version
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names
 from beam_embed.pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
 from beam_embed.pipeline.job.sources import FindDuplicateIds, ReadCorpus
 from beam_embed.pipeline.job.token_sinks import TokenSchema
+from beam_embed.process.versions import installed_version
 
 # The manifest's counts, 0 when nothing was counted (split_records too, when records are split).
 # duplicate_ids: how many --id_field values appear on more than one record read (0 without

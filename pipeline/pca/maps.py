@@ -7,7 +7,7 @@ import importlib.util
 
 import numpy as np
 
-from beam_embed.pipeline.common.versions import install_command
+from beam_embed.process.versions import install_command
 
 
 def _pca(coords: np.ndarray, dims: int, seed: int) -> np.ndarray:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from beam_embed.pipeline.common.versions import install_command
 from beam_embed.pipeline.pca import maps as pca_maps
 from beam_embed.pipeline.pca.maps import axis_labels, check_method, compute_map
+from beam_embed.process.versions import install_command
 from tests.pca.fixtures import clustered_matrix
 
 

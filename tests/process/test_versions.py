@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from beam_embed.pipeline.common.versions import install_command
+from beam_embed.process.versions import install_command
 
 PIP = f"{shlex.quote(sys.executable)} -m pip install"
 
