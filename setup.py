@@ -53,7 +53,10 @@ setuptools.setup(
     version="0.1.0",
     description="Batch text embeddings with TF-Hub encoders on Apache Beam",
     python_requires=">=3.11",
-    packages=[*setuptools.find_packages(include=["beam_embed", "beam_embed.*"]),
+    # beam_embed/pipeline and beam_embed/models are links to the top-level folders (so tools
+    # that walk the package, such as lint-imports, see the installed layout): found once, there.
+    packages=[*setuptools.find_packages(include=["beam_embed", "beam_embed.*"],
+                                        exclude=["beam_embed.pipeline*", "beam_embed.models*"]),
               *(f"beam_embed.{p}" for p in
                 setuptools.find_packages(include=["pipeline*", "models*"]))],
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",

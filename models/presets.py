@@ -23,7 +23,7 @@ def presets_file() -> str:
     copy setup.py installs under <prefix>/share/beam-embed (plain installs); looked up at each
     call, so the variable applies whenever it is set."""
     candidates = [os.environ.get("BEAM_EMBED_PRESETS"),
-                  os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                  os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
                                "configs", "models.yaml"),
                   os.path.join(sys.prefix, "share", "beam-embed", "models.yaml")]
     return next((c for c in candidates if c and os.path.exists(c)), candidates[1])

@@ -97,7 +97,7 @@ def model_section(run, widths, loaded: bool) -> dict:
 def _launcher_package_dirs() -> list[str]:
     from beam_embed import models, pipeline
 
-    return [os.path.dirname(os.path.abspath(m.__file__)) for m in (pipeline, models)]
+    return [os.path.dirname(os.path.realpath(m.__file__)) for m in (pipeline, models)]
 
 
 def dry_run(settings: RunSettings, options) -> int:
