@@ -53,10 +53,11 @@ setuptools.setup(
     version="0.1.0",
     description="Batch text embeddings with TF-Hub encoders on Apache Beam",
     python_requires=">=3.11",
-    # beam_embed/pipeline and beam_embed/models are links to the top-level folders (so tools
-    # that walk the package, such as lint-imports, see the installed layout): found once, there.
-    packages=[*setuptools.find_packages(include=["beam_embed", "beam_embed.*"],
-                                        exclude=["beam_embed.pipeline*", "beam_embed.models*"]),
+    # The repository keeps pipeline/ and models/ at its top level (the layout the user fixed);
+    # installed, they are beam_embed.pipeline and beam_embed.models. package_dir is the one
+    # mapping: a wheel copies them under beam_embed/, an editable install maps the names to the
+    # top-level folders, so every file has one path in tracebacks, git and static tools.
+    packages=[*setuptools.find_packages(include=["beam_embed", "beam_embed.*"]),
               *(f"beam_embed.{p}" for p in
                 setuptools.find_packages(include=["pipeline*", "models*"]))],
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
