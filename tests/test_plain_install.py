@@ -106,3 +106,17 @@ def test_every_command_runs(plain):
                        "print(m.get_model_path())"], cwd=work, env=env).stdout.strip()
     _run([cmd, "export-model", checkpoint, "exported"], cwd=work, env=env)
     assert (work / "exported" / "beam_embed.json").exists()
+
+
+def test_a_traceback_from_the_wheel_names_its_one_copy(plain, tmp_path):
+    bin_dir, env, work = plain
+    code = "import beam_embed.models.pooling as p\np.parse_pooling('no-such-pooling')\n"
+    out = subprocess.run([str(bin_dir / "python"), "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    venv = os.path.dirname(str(bin_dir))
+    frames = [line.split('"')[1] for line in out.stderr.splitlines()
+              if line.strip().startswith('File "') and "beam_embed" in line]
+    assert frames and all(f.startswith(venv) and os.path.isfile(f) and not os.path.islink(f)
+                          for f in frames), out.stderr
+    assert any(f.endswith(os.path.join("beam_embed", "models", "pooling.py")) for f in frames)
