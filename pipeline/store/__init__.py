@@ -1,0 +1,1 @@
+"""`beam-embed store`: a finished run loaded into vector stores."""
