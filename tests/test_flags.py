@@ -16,12 +16,13 @@ FOLLOW_UPS = sorted(set(COMMANDS) - {"run"})
 MINIMAL = {"pca": ["--input", "in", "--output", "out"], "search": ["out", "a query"],
            "eval": [], "tokens": ["a text", "--model", "m"],
            "similarity": ["a sentence", "--words", "a"], "export-model": ["src", "out"],
-           "cache": ["list"]}
+           "cache": ["list"], "store": ["out", "lancedb:x"]}
 MISSPELLED = {  # command -> (bad flag, what the hint names)
     "run": ("--poolin", "--pooling"), "pca": ("--colr-by", "--color-by"),
     "search": ("--max-char", "--max-chars"), "eval": ("--triplet", "--triplets"),
     "tokens": ("--jsn", "--json"), "similarity": ("--word", "--words"),
     "export-model": ("--nme", "--name"), "cache": ("--verbos", "--verbose"),
+    "store": ("--store-tabel", "--store-table"),
 }
 
 
