@@ -38,11 +38,7 @@ from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.process.library_noise import stderr_held
 from beam_embed.process.log import is_verbose
-from beam_embed.process.private_apis import (
-    is_remote_path,
-    offline_dataflow_client,
-    unpickle,
-)
+from beam_embed.process.private_apis.beam import is_remote_path, offline_dataflow_client, unpickle
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
