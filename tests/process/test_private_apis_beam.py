@@ -9,6 +9,7 @@ import inspect
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.window import GlobalWindow
 
 from beam_embed.process.private_apis import beam as apis
 from beam_embed.process.private_apis.stdlib import option_strings
@@ -205,3 +206,59 @@ def test_beams_finalize_renames_what_the_finalize_hooks_say(tmp_path):
     assert sink.final_name(1, 2) == str(tmp_path / "part-00001-of-00002.txt")
     assert (tmp_path / "part-00000-of-00002.txt").read_text() == temps[0]
     assert not (tmp_path / "part-00001-of-00002.txt").exists()
+
+
+def test_the_skip_requirements_cache_value_is_the_stagers():
+    from apache_beam.runners.portability import stager
+
+    assert apis.SKIP_REQUIREMENTS_CACHE == stager.SKIP_REQUIREMENTS_CACHE
+
+
+@pytest.mark.parametrize("path, invalid", [("gs://a-bucket/tmp", False), ("gs://a-bucket", True),
+                                           ("/tmp/local", True), ("gs://A_B/tmp", True)])
+def test_beams_gcs_path_check(path, invalid):
+    options = PipelineOptions([f"--temp_location={path}"])
+    assert apis.invalid_gcs_path(options, "temp_location") is invalid
+
+
+def test_a_pardos_pickled_dofn_is_read_from_its_runner_api_spec():
+    p = beam.Pipeline()
+    _ = p | beam.Create([1]) | "Double" >> beam.Map(lambda x: 2 * x)
+    context, specs = apis.runner_api_context(), {}
+
+    class Specs(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node):
+            specs[node.full_label] = node.transform.to_runner_api(context)
+
+    p.visit(Specs())
+    payloads = {label: apis.pickled_dofn(spec) for label, spec in specs.items()}
+    (double,) = [label for label in payloads if label.startswith("Double")]
+    fn, args, kwargs, _, _ = apis.unpickle(payloads[double])  # the DoFn and its arguments
+    assert (fn.process(21), list(args), kwargs) == ([42], [], {})
+    assert payloads["Create/Impulse"] is None  # a primitive, not a ParDo
+    assert apis.pickled_dofn(None) is None
+
+
+class _EmitsAtBundleEnd(beam.DoFn):
+    def process(self, element):
+        return []
+
+    def finish_bundle(self):
+        yield apis.bundle_output("end")
+
+
+def test_a_bundle_output_is_what_finish_bundle_emits_in_the_global_window():
+    value = apis.bundle_output("x")
+    assert (value.value, value.timestamp, list(value.windows)) == (
+        "x", GlobalWindow().max_timestamp(), [GlobalWindow()])
+    from apache_beam.testing.util import assert_that, equal_to
+
+    with beam.Pipeline(runner=apis.in_process_runner()) as p:  # one bundle: one output
+        assert_that(p | beam.Create([1, 2]) | beam.ParDo(_EmitsAtBundleEnd()), equal_to(["end"]))
+
+
+def test_the_in_process_runner_is_beams_portable_runner():
+    from apache_beam.runners import PipelineRunner
+
+    runner = apis.in_process_runner()
+    assert isinstance(runner, PipelineRunner) and type(runner).__name__ == "FnApiRunner"

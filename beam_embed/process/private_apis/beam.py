@@ -172,6 +172,65 @@ def unpickle(payload: bytes):
     return pickler.loads(payload)
 
 
+def runner_api_context():
+    """A context in which one transform at a time takes its runner API form
+    (`transform.to_runner_api(context)`), with stand-in coders: Beam's PipelineContext
+    (apache_beam.runners.pipeline_context, internal), which Beam makes only for a whole
+    pipeline's `to_runner_api`."""
+    from apache_beam.runners import pipeline_context
+
+    return pipeline_context.PipelineContext(use_fake_coders=True)
+
+
+def pickled_dofn(spec) -> bytes | None:
+    """The DoFn of a transform's runner API spec that is a ParDo of a Python DoFn, as Beam's
+    pickler wrote it with its arguments (unpickle reads `(fn, args, kwargs, None, None)`); None
+    for any other spec (or none)."""
+    from apache_beam.portability import common_urns, python_urns
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    if spec is None or spec.urn != common_urns.primitives.PAR_DO.urn:
+        return None
+    do_fn = beam_runner_api_pb2.ParDoPayload.FromString(spec.payload).do_fn
+    return do_fn.payload if do_fn.urn == python_urns.PICKLED_DOFN_INFO else None
+
+
+def bundle_output(value):
+    """`value` as a DoFn's `finish_bundle` emits it, in the global window at its end: Beam takes
+    only WindowedValues from finish_bundle, a class it keeps internal
+    (apache_beam.utils.windowed_value)."""
+    from apache_beam.transforms.window import GlobalWindow
+    from apache_beam.utils.windowed_value import WindowedValue
+
+    return WindowedValue(value, GlobalWindow().max_timestamp(), [GlobalWindow()])
+
+
+def in_process_runner():
+    """Beam's in-process batch runner (FnApiRunner, which honours --direct_num_workers and
+    --direct_running_mode): what Beam 2.77's DirectRunner falls back to after trying to download
+    its Prism binary. No public module exports it."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    return FnApiRunner()
+
+
+def invalid_gcs_path(options, flag: str) -> bool:
+    """Whether Beam's own check of a GoogleCloudOptions location (`flag`: "temp_location",
+    "staging_location") finds it no valid gs://bucket/path; asks no server (Beam's validator,
+    apache_beam.options.pipeline_options_validator, which the runners call as a whole, bucket
+    lookups included)."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+
+    validator = PipelineOptionsValidator(options, None)
+    return bool(validator.validate_gcs_path(options.view_as(GoogleCloudOptions), flag))
+
+
+# The stager's --requirements_cache value that stages the requirements file without downloading
+# its packages (apache_beam.runners.portability.stager.SKIP_REQUIREMENTS_CACHE).
+SKIP_REQUIREMENTS_CACHE = "skip"
+
+
 def is_remote_path(path: str) -> bool:
     """Whether Beam's stager would download `path` rather than read it locally."""
     from apache_beam.runners.portability.stager import Stager
