@@ -14,7 +14,7 @@ import re
 import threading
 
 from beam_embed.models.gcs_copy import GS, local_copy
-from beam_embed.process.private_apis import mark_hub_module_v1
+from beam_embed.process.private_apis.tf_hub import mark_hub_module_v1
 
 
 class HandleError(ValueError):

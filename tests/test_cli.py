@@ -12,7 +12,7 @@ from importlib.metadata import version
 import pytest
 
 from beam_embed.pipeline.cli import COMMANDS, main
-from beam_embed.process.private_apis import option_strings
+from beam_embed.process.private_apis.stdlib import option_strings
 
 HEAVY = ("apache_beam", "tensorflow", "numpy", "pyarrow")
 # Each help runs in a fresh interpreter and prints the heavy packages it loaded and its text.

@@ -22,8 +22,8 @@ nothing of beam_embed.pipeline or beam_embed.models, and nothing heavy at module
                       (os._exit after the atexit handlers and a flush)
     versions.py       an installed distribution's version without importing it, and the
                       `pip install` of an extra as this environment installed beam-embed
-    private_apis.py   every private API of Beam, google-auth, TF-Hub, argparse and atexit the
-                      project touches, under a public name, each tested
+    private_apis/     every private API of Beam, google-auth, TF-Hub, argparse and atexit the
+                      project touches, under a public name, each tested: one module per library
 
 May import: the standard library at module level; Beam, google-auth, threadpoolctl inside
 functions. Never beam_embed.pipeline or beam_embed.models (the .importlinter layers).

@@ -116,7 +116,7 @@ def exit_now(code: int | None) -> NoReturn:
     autograph for one removes the modules it generated in the temp folder (33 files an
     `export-model` left behind without them). Then log handlers and stdout/stderr are flushed,
     so no line is lost."""
-    from beam_embed.process.private_apis import run_atexit_handlers
+    from beam_embed.process.private_apis.stdlib import run_atexit_handlers
 
     run_atexit_handlers()  # what a normal exit calls
     logging.shutdown()

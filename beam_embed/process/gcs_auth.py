@@ -16,7 +16,8 @@ at all (gcs_endpoint.py).
 `install()` runs at every process entry (beam_embed.process.set_up): it puts this look in place of
 Beam's when Beam's auth module loads, so a command that never touches Beam (its --help, a flag
 error) imports none of it. Beam keeps its lock and its one answer per process. What this touches
-of Beam and google-auth that they keep private goes through beam_embed.process.private_apis.
+of Beam and google-auth that they keep private goes through beam_embed.process.private_apis
+(its beam and google_auth modules).
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ import sys
 
 from beam_embed.process.gcs_endpoint import EMULATOR_ENV, check_reachable
 from beam_embed.process.log import is_verbose, log
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam import (
     BEAM_AUTH_MODULE,
     beam_credentials,
+    replace_beam_credentials_look,
+)
+from beam_embed.process.private_apis.google_auth import (
     gce_by_firmware,
     gce_check_replaced,
     metadata_server_answers,
-    replace_beam_credentials_look,
 )
 
 CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"

@@ -5,7 +5,7 @@ runner (beam_embed.pipeline.common.runners.runner_for), in whichever process tha
 from __future__ import annotations
 
 from beam_embed.process.log import LOG_FD_ENV, WORKER_LOG_FD, quiet_asked
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam import (
     prefix_worker_command_lines,
     set_state_sampling_period,
 )

@@ -21,12 +21,11 @@ import apache_beam as beam
 from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_embed.pipeline.common.literal_paths import existing
 from beam_embed.pipeline.common.shard_digests import sidecar, with_sidecars
 from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.process.private_apis.beam import bundle_output
 
 _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
 _UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<suffix>.*)$")
@@ -53,7 +52,7 @@ class _WriteBundle(beam.DoFn):
         with naming_file(self._path):
             self._sink.close(self._handle)
         path, self._handle = self._path, None
-        yield WindowedValue(path, GlobalWindow().max_timestamp(), [GlobalWindow()])
+        yield bundle_output(path)
 
 
 class WriteEachBundle(beam.PTransform):

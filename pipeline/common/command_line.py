@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import difflib
 
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam import add_beam_options, beam_argument_parser
+from beam_embed.process.private_apis.beam_runner import dask_options
+from beam_embed.process.private_apis.stdlib import (
     HelpFormatterHooks,
-    add_beam_options,
     add_option_string,
-    beam_argument_parser,
-    dask_options,
     option_strings,
 )
 

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.pipeline.common.buckets import refuse_if_listing_found_no_bucket
-from beam_embed.process.private_apis import FinalizeHooks
+from beam_embed.process.private_apis.beam import FinalizeHooks
 
 _PATTERN_CHARACTERS = re.compile(r"[\[*?]")  # what Beam's patterns give a meaning; "]" only after "["
 _DELETE_MATCHES = ("gs://",)  # Beam's gs:// delete matches a path (without a trailing "/");

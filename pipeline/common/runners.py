@@ -8,6 +8,7 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beam_embed.process.local_runs import tune_local_run
+from beam_embed.process.private_apis.beam import in_process_runner
 from beam_embed.process.versions import install_command
 
 # --runner names of the project's Dask runner (beam_embed.pipeline.common.dask_runner). Beam's own
@@ -58,7 +59,5 @@ def runner_for(options: PipelineOptions):
         return DaskRunner()
     if options.view_as(StandardOptions).runner:
         return None
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
     tune_local_run()
-    return FnApiRunner()
+    return in_process_runner()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from beam_embed.process.private_apis import batch_buffer, set_batch_buffer, sort_and_batch_dofn
+from beam_embed.process.private_apis.beam import batch_buffer, set_batch_buffer, sort_and_batch_dofn
 
 # Records sorted together, as a multiple of the batch size: each window spans the corpus's length
 # mix many batches over, so batches stay near-uniform in length (benchmark corpus, 20,000

@@ -28,7 +28,9 @@ from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
+from beam_embed.pipeline.job.threads import worker_threads
 from beam_embed.process.log import log
+from beam_embed.process.private_apis.beam import bundle_output
 
 
 def estimated_tokens(record: Record) -> int:
@@ -89,11 +91,7 @@ class _TagBundles(beam.DoFn):
         yield BundleBatch(self._bundle, tuple(batch))
 
     def finish_bundle(self):
-        from apache_beam.transforms.window import GlobalWindow
-        from apache_beam.utils.windowed_value import WindowedValue
-
-        yield WindowedValue(BundleEnd(self._bundle), GlobalWindow().max_timestamp(),
-                            [GlobalWindow()])
+        yield bundle_output(BundleEnd(self._bundle))
 
 
 class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
@@ -133,7 +131,8 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         cores = worker_cores()
         if not cores:
             return self._spec
-        return dataclasses.replace(self._spec, intra_op_threads=cores, inter_op_threads=cores)
+        intra, inter = worker_threads(dask_worker_cores=cores)
+        return dataclasses.replace(self._spec, intra_op_threads=intra, inter_op_threads=inter)
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}

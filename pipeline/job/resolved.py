@@ -12,6 +12,7 @@ from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings
+from beam_embed.pipeline.job.threads import worker_threads
 
 SAMPLE_CORPUS = os.path.join("output", "sample", "corpus.jsonl")
 
@@ -40,28 +41,6 @@ class ResolvedRun:
         """The same run, written to `folder` (its staging folder)."""
         return dataclasses.replace(self, settings=dataclasses.replace(self.settings,
                                                                       output=folder))
-
-
-def worker_threads(opts) -> tuple[int, int]:
-    """(intra-op, inter-op) TensorFlow threads per worker process. The DirectRunner's
-    multi-processing workers share this machine's cores. Dataflow runs one Python SDK process per
-    vCPU unless `--experiments=no_use_multiple_sdk_containers`: each gets one thread per pool
-    (TF's default, one per core in every process, would oversubscribe the VM n-fold). Anything
-    else keeps TF's defaults (0: all cores) here; a Dask worker sizes them to its share of its
-    machine's cores when it loads the model (embed.EncoderHandler)."""
-    from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, StandardOptions
-
-    runner = opts.view_as(StandardOptions).runner
-    if runner in ("DataflowRunner", "dataflow"):
-        experiments = opts.view_as(DebugOptions).experiments or []
-        return (0, 0) if "no_use_multiple_sdk_containers" in experiments else (1, 1)
-    direct = opts.view_as(DirectOptions)
-    if runner not in (None, "DirectRunner", "direct") or \
-            direct.direct_running_mode != "multi_processing":
-        return 0, 0
-    cores = os.cpu_count() or 1
-    workers = direct.direct_num_workers or cores  # Beam: 0 means one worker per core
-    return (max(cores // workers, 1), 1) if workers > 1 else (0, 0)
 
 
 def workers_run_here(options) -> bool:

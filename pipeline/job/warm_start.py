@@ -23,6 +23,7 @@ from beam_embed.models.hub_loader import is_remote
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.pipeline.job.argv import JobArgv, read_job_argv
 from beam_embed.pipeline.job.settings import RunSettings
+from beam_embed.pipeline.job.threads import worker_threads
 
 
 def read_at_entry(argv: list[str]) -> JobArgv | None:
@@ -56,6 +57,6 @@ def start_warm_up(job: JobArgv) -> EncoderSpec | None:
     from beam_embed.models.tf_import import import_tensorflow
 
     import_tensorflow()
-    spec = job.settings.encoder_spec((0, 0))  # (0, 0): worker_threads of a run without Beam's
+    spec = job.settings.encoder_spec(worker_threads())  # a plain run: no Beam options
     spec.warm_up()
     return spec

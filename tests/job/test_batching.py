@@ -6,7 +6,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_embed.pipeline.job.batching import SortAndBatchWindows, _WindowedSortAndBatchDoFn
-from beam_embed.process.private_apis import batch_buffer
+from beam_embed.process.private_apis.beam import batch_buffer
 
 
 def _sizes(n, seed=0):
@@ -54,7 +54,7 @@ def test_every_element_once_within_budgets_and_a_bounded_buffer():
 
 def test_batches_of_a_window_are_length_sorted_like_beams():
     """With the window as big as the bundle, the batches are exactly Beam's."""
-    from beam_embed.process.private_apis import sort_and_batch_dofn
+    from beam_embed.process.private_apis.beam import sort_and_batch_dofn
 
     elements = list(enumerate(_sizes(700, seed=1)))
     ours, _ = _run_dofn(elements, window=10_000)

@@ -17,12 +17,8 @@ import threading
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_embed.process import gcs_auth
-from beam_embed.process.private_apis import (
-    dofn_runner,
-    receiver_class,
-    side_input_map,
-    unpickle,
-)
+from beam_embed.process.private_apis.beam import unpickle
+from beam_embed.process.private_apis.beam_runner import dofn_runner, receiver_class, side_input_map
 
 _IDLE: dict[tuple[str, str], list[_Bundles]] = {}  # (run id, step label) -> set-up DoFns
 _LOCK = threading.Lock()

@@ -19,7 +19,7 @@ import apache_beam as beam
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
 from beam_embed.pipeline.common.errors import one_line
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam_runner import (
     create_stand_in,
     dask_options,
     leaf_transforms,

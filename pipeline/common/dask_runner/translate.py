@@ -19,9 +19,9 @@ import dask.bag as db
 from dask.highlevelgraph import HighLevelGraph
 
 from beam_embed.pipeline.common.dask_runner.bundles import Step, run_bundle
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam import pickled
+from beam_embed.process.private_apis.beam_runner import (
     create_stand_in,
-    pickled,
     reshuffle_stand_in,
     side_input_view,
     unsupported_dofn_features,

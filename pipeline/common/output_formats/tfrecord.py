@@ -119,7 +119,7 @@ def framed(serialized: list[bytes]) -> bytes:
     """The records in TFRecord framing (length, its masked CRC32C, data, the data's), in one
     string: one write a batch instead of Beam's one a record (measured on a 20,000-record job:
     the per-record writes took ~0.4 s of the host thread under the profiler)."""
-    from beam_embed.process.private_apis import masked_crc32c
+    from beam_embed.process.private_apis.beam import masked_crc32c
 
     crc = masked_crc32c()
     parts = []
@@ -240,7 +240,7 @@ def framed_records(path: str, size: int) -> int:
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.process.private_apis import masked_crc32c
+    from beam_embed.process.private_apis.beam import masked_crc32c
 
     crc = masked_crc32c()
     n = offset = 0

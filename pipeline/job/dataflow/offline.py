@@ -10,7 +10,7 @@ launcher. Each of those calls is kept out here, and how:
   `TestOptions.dry_run` is set, which `build_job` sets;
 - pip downloads for `--requirements_file` (the stager): `--requirements_cache=skip`;
 - credentials, the Dataflow API client and GCS uploads (`DataflowApplicationClient`): Beam's
-  client without its constructor's clients (beam_embed.process.private_apis's
+  client without its constructor's clients (beam_embed.process.private_apis.beam's
   offline_dataflow_client), uploads recorded instead of made, so its own
   `create_job_description` builds the environment proto.
 
@@ -32,15 +32,17 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
     TestOptions,
 )
-from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
-from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.process.library_noise import stderr_held
 from beam_embed.process.log import is_verbose
-from beam_embed.process.private_apis import (
+from beam_embed.process.private_apis.beam import (
+    SKIP_REQUIREMENTS_CACHE,
+    invalid_gcs_path,
     is_remote_path,
     offline_dataflow_client,
+    pickled_dofn,
+    runner_api_context,
     unpickle,
 )
 
@@ -73,9 +75,8 @@ def require(options: PipelineOptions) -> list[str]:
     if missing:
         raise ValueError(f"a Dataflow dry run needs {', '.join(missing)} (offline, Beam cannot "
                          "look up the default region or create a default bucket)")
-    validator = PipelineOptionsValidator(options, None)
     for name in ("temp_location", "staging_location"):
-        if getattr(gcp, name) is not None and validator.validate_gcs_path(gcp, name):
+        if getattr(gcp, name) is not None and invalid_gcs_path(options, name):
             raise ValueError(f"--{name} {getattr(gcp, name)!r} is not a valid gs://bucket/path")
     if gcp.update:
         raise ValueError("--update looks up the running job; a dry run cannot")
@@ -142,11 +143,7 @@ class NotSerializable(ValueError):
 
 def unserializable_step(p: beam.Pipeline):
     """(label, error) of the first step whose runner API form cannot be made or read back."""
-    from apache_beam.portability import common_urns, python_urns
-    from apache_beam.portability.api import beam_runner_api_pb2
-    from apache_beam.runners import pipeline_context
-
-    context = pipeline_context.PipelineContext(use_fake_coders=True)
+    context = runner_api_context()
     found = []
 
     class Probe(beam.pipeline.PipelineVisitor):
@@ -154,11 +151,9 @@ def unserializable_step(p: beam.Pipeline):
             if found or node.transform is None:
                 return
             try:
-                spec = node.transform.to_runner_api(context)
-                if spec is not None and spec.urn == common_urns.primitives.PAR_DO.urn:
-                    do_fn = beam_runner_api_pb2.ParDoPayload.FromString(spec.payload).do_fn
-                    if do_fn.urn == python_urns.PICKLED_DOFN_INFO:
-                        unpickle(do_fn.payload)
+                payload = pickled_dofn(node.transform.to_runner_api(context))
+                if payload is not None:
+                    unpickle(payload)
             except Exception as e:  # noqa: BLE001 - any failure is the answer
                 found.append((node.full_label, e))
 

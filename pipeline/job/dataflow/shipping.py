@@ -29,7 +29,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f,
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_runner_api_pb2
-from apache_beam.runners.direct.direct_runner import DirectRunner
+from apache_beam.runners import DirectRunner
 with open(sys.argv[2], "rb") as f:
     proto = beam_runner_api_pb2.Pipeline.FromString(f.read())
 error = None

@@ -311,7 +311,7 @@ def test_a_partition_that_runs_again_draws_the_same_random_numbers():
     # as a partition does when its worker was lost: Beam's round-robin sharding draws each
     # bundle's first shard, and a shuffle after it must get the same split the second time
     from beam_embed.pipeline.common.dask_runner.bundles import Step, release, run_bundle
-    from beam_embed.process.private_apis import pickled
+    from beam_embed.process.private_apis.beam import pickled
 
     pardo = beam.ParDo(Draws())
     step = Step("run", "Draw", pickled((pardo.fn, pardo.args, pardo.kwargs)), (None,), (),
