@@ -188,8 +188,9 @@ class WriteEmbeddings(beam.PTransform):
     Keywords, as the run's flags: `formats` (["parquet", "tfrecord"]), `vector_dtype`
     ("float32", "float16", "int8" or "binary"), `num_shards` (0: the runner decides),
     `include_text` (True), `metadata_fields` (the Embeddings' fields written as string columns;
-    none by default), `overwrite` (replace a previous run in `output`; also take over the claim
-    of a write that did not finish). int8 calibrates each dimension's range before writing, on
+    none by default; one named like a column the run writes, `source` say, as `meta_source`),
+    `overwrite` (replace a previous run in `output`; also take over the claim of a write that
+    did not finish). int8 calibrates each dimension's range before writing, on
     `calibration_texts` (up to 1,000 texts, embedded here), which it then needs. Every
     Embedding needs an id (EmbedTexts gives a plain text none).
 
@@ -239,18 +240,15 @@ class WriteEmbeddings(beam.PTransform):
     def expand(self, pvalue):
         from beam_embed.pipeline.common.output_formats import output_format
         from beam_embed.pipeline.common.staging import staging_folder
-        from beam_embed.pipeline.job.build import COUNTS, manifest_base
-        from beam_embed.pipeline.job.sinks import (
-            OutputSchema,
-            WriteDeadLetters,
-            WriteManifest,
-            count,
-        )
+        from beam_embed.pipeline.job.build import COUNTS, manifest_base, output_schema
+        from beam_embed.pipeline.job.sinks import WriteDeadLetters, WriteManifest, count
 
         embeddings, dead = pvalue if isinstance(pvalue, tuple) else (pvalue, None)
         p = embeddings.pipeline
         run = self._run(upstream_embed_texts(embeddings, *([dead] if dead else [])))
         s, output = run.settings, run.output
+        schema = output_schema(run)
+        schema.metadata("metadata_fields")  # fields that would share a column: refused here
         run_id = uuid.uuid4().hex[:12]
         staging = staging_folder(output, run_id)
         claimed = beam.pvalue.AsSingleton(
@@ -263,7 +261,6 @@ class WriteEmbeddings(beam.PTransform):
                    | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH)
                    | "ToBatches" >> beam.Map(_batch, s.metadata_fields))
         dead = (dead | "DeadAfterClaim" >> beam.Map(lambda d, _: _errors_line(d), claimed))
-        schema = OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
         written = [batches | f"Write{fmt.title()}" >> output_format(fmt).write(
             staging, schema, s.num_shards) for fmt in s.format]
         written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(staging))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: the input formats' registry, read for --help, loads none
+    import numpy as np
 
 EXCERPT_CHARS = 200
 EMPTY = "empty"  # an empty text: counted apart (skipped_empty), never embedded

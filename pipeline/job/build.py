@@ -21,12 +21,12 @@ from beam_embed.pipeline.common.manifest import (
     TokensEntry,
 )
 from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names
-from beam_embed.pipeline.job.sinks import OutputSchema, WriteDeadLetters, WriteManifest, count
+from beam_embed.pipeline.job.sinks import WriteDeadLetters, WriteManifest, count
 from beam_embed.pipeline.job.sources import FindDuplicateIds, ReadCorpus
-from beam_embed.pipeline.job.token_sinks import TokenSchema
 from beam_embed.process.versions import installed_version
 
 # The manifest's counts, 0 when nothing was counted (split_records too, when records are split).
@@ -96,7 +96,7 @@ def manifest_base(run) -> JobManifest:
         vector_dtype=s.vector_dtype,
         formats=list(s.format),
         text_column=s.include_text,
-        metadata_columns=list(s.metadata_fields),
+        metadata_columns=[column for _, column in output_schema(run).metadata()],
         inputs=InputsEntry(patterns=tuple(s.input), files=len(files),
                            bytes=sum(size for _, size in files), split=s.split),
         versions={"beam": beam.__version__, "tensorflow": tf.__version__,
@@ -106,6 +106,16 @@ def manifest_base(run) -> JobManifest:
         started_unix=time.time(),
         reused_from=run.previous.reused_from if run.previous is not None else None,
     )
+
+
+def output_schema(run) -> OutputSchema:
+    """The schema every format of the run writes its rows under (`run`: a ResolvedRun with its
+    widths and each pooling's storage)."""
+    s = run.settings
+    if run.encoder.granularity == "token":
+        return TokenSchema(run.widths, s.metadata_fields, s.include_text,
+                           dtype=run.encoder.token_dtype)
+    return OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
 
 
 def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
@@ -126,11 +136,7 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
         embed = EmbedDistinct(embed, s.dedupe, run.previous)
     embedded = corpus["records"] | "EmbedRecords" >> embed
-    if run.encoder.granularity == "token":
-        schema = TokenSchema(run.widths, s.metadata_fields, s.include_text,
-                             dtype=run.encoder.token_dtype)
-    else:
-        schema = OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
+    schema = output_schema(run)
     written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).write(
         s.output, schema, s.num_shards, in_bundles=not spread) for fmt in s.format]
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()

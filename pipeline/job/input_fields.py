@@ -10,8 +10,12 @@ format with named fields:
 - the metadata: without --metadata_fields, every other field that holds single values (text,
   numbers, booleans) in the files' first records (their schema for Parquet and CSV) is carried
   as a string column, in the order first seen; `--metadata_fields ''` carries none. Fields that
-  hold lists or objects, and fields named like a column the run writes itself (`id`, `text`,
-  `source`, `num_tokens`, `truncated`, the vector columns), are not carried.
+  hold lists or objects are not carried (name them in --metadata_fields to carry their JSON
+  text); the text and id fields are columns already.
+
+A field named like a column the run writes itself (`id`, `text`, `source`, `num_tokens`,
+`truncated`, the vector columns) is carried as `meta_<field>` (output_formats/schema.py), given
+or by default; fields that would still share a column are refused here, before any data is read.
 
 Every shard has the one schema the launcher decided: a record without a carried field has null
 there, a later record whose value is a list or an object has its JSON text, and a field that
@@ -22,42 +26,43 @@ from __future__ import annotations
 
 import dataclasses
 
+from beam_embed.pipeline.common.output_formats.schema import (
+    TOKEN_COLUMNS,
+    metadata_columns,
+    own_columns,
+)
 from beam_embed.pipeline.job.formats import FileFields
 from beam_embed.pipeline.job.sources import check_columns
 
 DEFAULT_ID = "id"
-BASE_COLUMNS = ("id", "text", "source", "num_tokens", "truncated")
-TOKEN_COLUMNS = ("tokens", "token_start", "token_end", "vectors", "vector_width")
 
 
-def own_columns(run) -> tuple[str, ...]:
+def run_columns(run) -> tuple[str, ...]:
     """The columns a run writes itself, whatever the input holds."""
     spec = run.encoder
-    vectors = TOKEN_COLUMNS if spec.granularity == "token" else tuple(
-        p.column for p in spec.parsed_poolings())
-    return BASE_COLUMNS + vectors
+    return own_columns(TOKEN_COLUMNS if spec.granularity == "token" else tuple(
+        p.column for p in spec.parsed_poolings()))
 
 
 def with_input_fields(run, files):
     """`run` (a ResolvedRun) with its fields checked against `files` ((path, bytes) each) and
     its id and metadata fields decided where the settings left them unset (None); a ValueError
-    for a field the input lacks, or a metadata field named like one of the run's own columns."""
+    for a field the input lacks, or metadata fields that would share a column."""
     s = run.settings
-    found = check_columns(list(files), s.input_format, run.fields())
-    own = own_columns(run)
     given = s.metadata_fields or ()
-    clash = [m for m in given if m in own]
-    if clash:
-        raise ValueError(f"--metadata_fields {clash[0]!r} is a column the run writes itself "
-                         f"({', '.join(own)}); expected other fields")
+    own = run_columns(run)
+    metadata_columns(given, own)
+    found = check_columns(list(files), s.input_format, run.fields())
     _check_sampled_metadata(given, found)
     id_field = s.id_field
     if id_field is None and any(DEFAULT_ID in f.scalar for f in found):
         id_field = DEFAULT_ID
     metadata = s.metadata_fields
     if metadata is None:
-        skip = {*own, s.text_field, id_field}
+        skip = {s.text_field, id_field}
         metadata = tuple(dict.fromkeys(n for f in found for n in f.scalar if n not in skip))
+        metadata_columns(metadata, own, "the input's fields, carried by default,",
+                         "name the fields to carry with --metadata_fields")
     return dataclasses.replace(run, settings=dataclasses.replace(
         s, id_field=id_field, metadata_fields=metadata))
 
@@ -84,7 +89,8 @@ def seen_in_order(found: list[FileFields]) -> list[str]:
 
 def fields_note(given, decided) -> str:
     """What the run's first line says about ids and metadata: `given`, the settings as the user
-    gave them; `decided`, as with_input_fields completed them."""
+    gave them; `decided`, as with_input_fields completed them. A field kept under another name
+    says so (a field named like a pooling's column is not known here: the manifest lists it)."""
     if decided.id_field is None and not decided.metadata_fields and \
             given.metadata_fields is None:
         return ""  # a text corpus: nothing to decide
@@ -92,7 +98,11 @@ def fields_note(given, decided) -> str:
     if given.id_field is None and decided.id_field:
         ids += " (--id_field names another)"
     if decided.metadata_fields:
-        meta = f"metadata columns {', '.join(decided.metadata_fields)}"
+        own = own_columns(TOKEN_COLUMNS if decided.granularity == "token" else ())
+        columns = metadata_columns(decided.metadata_fields, own)
+        meta = "metadata columns " + ", ".join(
+            c if c == f else f"{f} as {c}"
+            for f, c in zip(decided.metadata_fields, columns))
     else:
         meta = "no metadata columns"
     if given.metadata_fields is None:

@@ -25,9 +25,15 @@ from beam_embed.models.encoder_choices import (
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.setting_fields import Settings, flag, positive, setting
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.job import formats as readers
 
-INPUT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "tfrecord")  # job.formats.READERS
 SPLIT_MODES = ("none", "sentences")
+
+
+def input_formats() -> tuple[str, ...]:
+    """The formats the job reads: its readers' registry (beam_embed.pipeline.job.formats), read
+    when asked."""
+    return tuple(readers.READERS)
 
 
 def _folder(path: str) -> str:
@@ -54,14 +60,15 @@ class RunSettings(Settings):
         (), repeat=True, help="file pattern (repeatable; local, gs://, .gz/.bz2). "
                               "Default: the bundled sample corpus")
     input_format: str | None = setting(
-        None, choices=INPUT_FORMATS,
+        None, choices=input_formats,
         help="the inputs' format (default: from each file's extension)")
     text_field: str = setting("text", help="JSON/CSV/Parquet/TFRecord field with the text")
     id_field: str | None = setting(
         None, help="field with a stable id (default: a field named id, else path:line)")
     metadata_fields: tuple[str, ...] | None = setting(  # None: from the input (input_fields.py)
         None, help="comma-separated fields carried to the output (default: the input's other "
-                   "fields of single values; '' carries none)")
+                   "fields of single values; '' carries none); a field named like a column the "
+                   "run writes (source, text, ...) is kept as meta_<field>")
     split: str = setting("none", choices=SPLIT_MODES,
                          help="split documents into sentences (pysbd)")
     clean: bool = setting(True, help="collapse whitespace/NBSP runs and trim")
@@ -118,7 +125,7 @@ class RunSettings(Settings):
              "BERT-family exports)")
     output: str = setting("output/embeddings", tidy=_folder, help="output folder (or gs://)")
     format: tuple[str, ...] = setting(
-        ("parquet", "tfrecord"), choices=output_formats.names,  # the registry when checked
+        output_formats.written_by_default(), choices=output_formats.names,  # asked when checked
         help="the formats written")
     num_shards: int = setting(0, check=_shards, help="shards per format (0: the runner decides)")
     include_text: bool = setting(True, help="write the text beside its vectors")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
 from beam_embed.pipeline.common.errors import one_line_errors
 from beam_embed.pipeline.pca.limits import (
@@ -47,7 +48,8 @@ def parser() -> CommandParser:
                    help=f"K, the number of components: 1 to the width or the number of records, "
                         f"whichever is smaller (default {DEFAULT_COMPONENTS}, or that bound when "
                         "smaller)")
-    p.add_argument("--format", help="parquet or tfrecord (default: parquet when listed)")
+    p.add_argument("--format", help=f"the shards read: {' or '.join(output_formats.readable())}"
+                                    " (default: the first of these the run wrote)")
     p.add_argument("--center", action=argparse.BooleanOptionalAction,
                    help="subtract the mean before the fit (default: yes)")
     p.add_argument("--whiten", action=argparse.BooleanOptionalAction,
@@ -55,7 +57,9 @@ def parser() -> CommandParser:
     p.add_argument("--fit", help="a saved pca.npz to apply instead of fitting")
     p.add_argument("--columns", help="comma-separated columns to keep beside id and the PCs "
                                      "(default: all; 'length' means num_tokens)")
-    p.add_argument("--color-by", default="source", help="a column, or 'length' (tokens)")
+    p.add_argument("--color-by", default="source",
+                   help="a column, or 'length' (tokens); source is the file each record was "
+                        "read from (a corpus field named source is column meta_source)")
     p.add_argument("--dims", type=int, choices=(2, 3), default=2, help="plot dimensions")
     p.add_argument("--method", default="pca", help="plot map: pca, tsne or umap")
     p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,

@@ -30,6 +30,7 @@ from beam_embed.pipeline.common.manifest import (
     model_differences,
 )
 from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.output_formats.schema import META_PREFIX
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
@@ -182,6 +183,13 @@ def _check_color_by(color_by: str, es: EmbeddingSet) -> None:
     raise ValueError(message)
 
 
+def _twin(color_by: str, es: EmbeddingSet) -> str | None:
+    """The metadata column holding the input's field named like the run's own column
+    `color_by` (source -> meta_source), when the run carried one."""
+    twin = META_PREFIX + color_by
+    return twin if twin in es.metadata_columns else None
+
+
 def make_plan(args) -> Plan:
     """Checks every option against the manifest and the saved fit."""
     es = load_embedding_set(args.input)
@@ -190,6 +198,10 @@ def make_plan(args) -> Plan:
     check_records(records, es.manifest_path)
     spec, saved_fit = _fit_spec(args, es, records)
     _check_color_by(args.color_by, es)
+    if _twin(args.color_by, es):
+        log(f"colouring by column {args.color_by!r}, the run's own; the input's field "
+            f"{args.color_by!r} is column {_twin(args.color_by, es)!r}: --color-by "
+            f"{_twin(args.color_by, es)} colours by it")
     check_method(args.method, spec.components, args.dims)
     check_plot_packages()
     check_sample(args.sample)

@@ -74,18 +74,20 @@ def test_the_id_and_the_other_fields_by_default_in_every_format(fmt, tiny_export
     rows = _records()
     corpus = _write(fmt, tmp_path / f"corpus.{fmt}", rows)
     manifest, err = _run(capsys, tmp_path / "out", "--input", corpus, "--model", tiny_export)
-    # lists are not carried by default, and `source` is the run's own column (the file); the
-    # order is the input's (an Example's features have none: by name)
+    # lists are not carried by default, and the input's `source` is kept as meta_source beside
+    # the run's own (the file); the order is the input's (an Example's features have none: by
+    # name)
     carried = ["category", "flag", "score"] if fmt == "tfrecord" else ["category", "score", "flag"]
-    assert manifest["metadata_columns"] == carried
+    assert manifest["metadata_columns"] == [*carried, "meta_source"]
     out = parquet_rows(str(tmp_path / "out"))
     assert sorted(out) == sorted(r["id"] for r in rows)
     assert {r["category"] for r in out.values()} == set(TOPICS)
     assert {r["source"] for r in out.values()} == {corpus}
+    assert {r["meta_source"] for r in out.values()} == {"their own"}
     line = next(x for x in err.splitlines() if "embedding 1 file(s)" in x)
     assert line.endswith(f"; ids from field 'id' (--id_field names another), metadata columns "
-                         f"{', '.join(carried)} (the input's fields; --metadata_fields narrows "
-                         f"them, '' drops them)")
+                         f"{', '.join(carried)}, source as meta_source (the input's fields; "
+                         f"--metadata_fields narrows them, '' drops them)")
 
 
 def test_a_jsonl_corpus_decided_from_its_first_records(tiny_export, tmp_path, capsys):
@@ -100,7 +102,7 @@ def test_a_jsonl_corpus_decided_from_its_first_records(tiny_export, tmp_path, ca
     out = tmp_path / "out"
     manifest, _ = _run(capsys, out, "--input", corpus, "--model", tiny_export,
                        "--num_shards", "3", "--max_batch_size", "8")
-    assert manifest["metadata_columns"] == ["category", "score", "flag"]
+    assert manifest["metadata_columns"] == ["category", "score", "flag", "meta_source"]
     shards = [pq.read_schema(out / name) for name in manifest["files"]["parquet"]]
     assert len(shards) == 3 and all(s.equals(shards[0]) for s in shards)
     assert "late" not in shards[0].names
@@ -149,8 +151,12 @@ def test_a_text_field_the_first_records_lack_is_refused_up_front(fmt, tiny_expor
     (["--metadata_fields", "category,lang"],
      "--metadata_fields 'lang' is not a field of the input's first records (the first 6 of "
      "each file); their fields: id, text, category"),
-    (["--metadata_fields", "source"], "--metadata_fields 'source' is a column the run writes "
-     "itself (id, text, source, num_tokens, truncated, cls); expected other fields"),
+    (["--metadata_fields", "source,category,meta_source"], "--metadata_fields: 'source' and "
+     "'meta_source' would both be column 'meta_source' (a field named like one of the run's own "
+     "columns, id, text, source, num_tokens, truncated, cls, is kept as meta_<field>); name each "
+     "field once, leaving out 'source' or 'meta_source'"),
+    (["--metadata_fields", "category,category"],
+     "--metadata_fields names 'category' twice; name each field once"),
 ])
 def test_other_fields_the_input_lacks_are_refused_up_front(args, message, tiny_export, tmp_path,
                                                            capsys):

@@ -12,7 +12,7 @@ import pytest
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.setting_fields import add_flags
-from beam_embed.pipeline.job.settings import INPUT_FORMATS, RunSettings
+from beam_embed.pipeline.job.settings import RunSettings
 
 
 def _parsed(argv: list[str]) -> RunSettings:
@@ -113,7 +113,16 @@ def test_every_field_is_a_flag_in_both_spellings():
         assert (f"--no-{name.replace('_', '-')}" in action.option_strings) == negatable
 
 
-def test_input_formats_are_the_readers():
-    from beam_embed.pipeline.job.formats import READERS
+def test_input_formats_are_the_readers_registry(monkeypatch):
+    """--input_format's choices are read from the readers' registry when checked: a reader
+    registered there is accepted, and named in the refusal of an unknown one."""
+    from beam_embed.pipeline.job import formats
 
-    assert INPUT_FORMATS == tuple(READERS)
+    with pytest.raises(ValueError, match=r"'xml'; expected one of \['text', .*'tfrecord'\]$"):
+        RunSettings(input_format="xml")
+    monkeypatch.setitem(formats.READERS, "xml", formats.read_text)
+    assert RunSettings(input_format="xml").input_format == "xml"
+
+
+def test_the_default_formats_are_the_registrys():
+    assert RunSettings().format == ("parquet", "tfrecord") == output_formats.written_by_default()

@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from beam_embed.pipeline.common.output_formats.tfrecord import framed, int64_feature, sink
+from beam_embed.pipeline.common.output_formats.schema import OutputSchema
+from beam_embed.pipeline.common.output_formats.tfrecord import (
+    examples,
+    framed,
+    int64_feature,
+    serialized,
+    sink,
+)
 from beam_embed.pipeline.common.records import EmbeddedBatch, Record
-from beam_embed.pipeline.job.sinks import OutputSchema
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:
@@ -37,8 +43,8 @@ SCHEMAS = [OutputSchema((("mean", 384), ("cls", 7)), ("topic", "lang"), True),
 def test_records_are_protobufs_deterministic_serialization(schema):
     batch = _batch()
     reference = [tf.train.Example.FromString(raw).SerializeToString(deterministic=True)
-                 for raw in schema.examples(batch)]
-    assert schema.serialized(batch) == reference
+                 for raw in examples(schema, batch)]
+    assert serialized(schema, batch) == reference
 
 
 def test_records_parse_back_to_the_batch():
@@ -50,7 +56,7 @@ def test_records_parse_back_to_the_batch():
                 "truncated": tf.io.FixedLenFeature([], tf.int64),
                 "mean": tf.io.FixedLenFeature([384], tf.float32),
                 "cls": tf.io.FixedLenFeature([7], tf.float32)}
-    parsed = tf.io.parse_example(schema.serialized(batch), features)
+    parsed = tf.io.parse_example(serialized(schema, batch), features)
     assert [v.decode() for v in parsed["id"].numpy()] == [r.id for r in batch.records]
     assert [v.decode() for v in parsed["text"].numpy()] == [r.text for r in batch.records]
     assert [v.decode() for v in parsed["topic"].numpy()] == [
@@ -72,12 +78,12 @@ def test_the_sink_writes_every_batch_in_order(tmp_path):
     schema = SCHEMAS[1]
     batches = [_batch(5), _batch(3)]
     with beam.Pipeline() as p:
-        _ = (p | beam.Create(batches, reshuffle=False) | beam.Map(schema.serialized)
+        _ = (p | beam.Create(batches, reshuffle=False) | beam.Map(lambda b: serialized(schema, b))
              | beam.io.iobase.Write(sink(str(tmp_path / "out"), ".tfrecord", 1,
                                          "-SSSSS-of-NNNNN")))
     [shard] = glob.glob(str(tmp_path / "out-*.tfrecord"))
     read = list(tf.data.TFRecordDataset(shard).as_numpy_iterator())
-    assert read == [raw for b in batches for raw in schema.serialized(b)]
+    assert read == [raw for b in batches for raw in serialized(schema, b)]
 
 
 def test_a_batch_is_framed_as_beams_record_writer_frames_each_record():

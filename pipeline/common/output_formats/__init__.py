@@ -1,6 +1,7 @@
 """The job's output formats: one module each (parquet.py, tfrecord.py) holding everything about
-the format, and this registry of their `OutputFormat` objects, the one place that says which
-formats exist.
+the format (its encoding of a batch under the one schema, schema.py; its writer; its readers),
+and this registry of their `OutputFormat` objects, the one place that says which formats exist.
+The job and the Python API name formats from here and never encode one.
 
 An entry holds the format's functions themselves: its writer (the job's), its row counter (the
 manifest's `rows` and the shard check), and the readers of whichever commands can read it: pca's
@@ -30,7 +31,8 @@ class OutputFormat:
     suffix: str  # its shards are named embeddings-00000-of-00004{suffix}
     title: str  # the format in messages: "the Parquet shards listed in ..."
     # write(output, schema, num_shards, in_bundles=False): a Beam PTransform over the job's
-    # EmbeddedBatch PCollection writing its shards into the folder `output`, returning their paths
+    # EmbeddedBatch PCollection encoding each batch under `schema` (schema.OutputSchema) and
+    # writing its shards into the folder `output`, returning their paths
     write: Callable
     count_rows: Callable[[str], int]  # one shard's rows (read back), or IncompleteInput
     rows_up_front: bool = False  # counting rows is cheap (a footer): readers check every
@@ -51,6 +53,7 @@ class OutputFormat:
     read_table: Callable | None = None
     tensorflow: bool = False  # reading it loads TensorFlow (pca loads it quietly first)
     writes_files: bool = True  # False: it writes no shards, the manifest lists no files for it
+    by_default: bool = True  # written when the run names no formats (--format's default)
 
 
 # In the order readers choose by when no format is asked for (Parquet first).
@@ -69,6 +72,11 @@ OUTPUT_FORMATS: dict[str, OutputFormat] = {
 
 def names() -> tuple[str, ...]:
     return tuple(OUTPUT_FORMATS)
+
+
+def written_by_default() -> tuple[str, ...]:
+    """--format's default: the formats a run writes when it names none."""
+    return tuple(f.name for f in OUTPUT_FORMATS.values() if f.by_default)
 
 
 def readers(reader: str) -> list[OutputFormat]:

@@ -1,6 +1,7 @@
-"""Parquet: the job's shards as Arrow tables (one row group per table written), and every reader
-of them: the row count from the footer, pca's blocks of whole records, --reuse's previous rows,
-search's column scan and its rows by number.
+"""Parquet: the job's batches encoded as Arrow tables under the run's schema (schema.py; the
+token columns at token granularity), its shards of them (one row group per table written), and
+every reader of them: the row count from the footer, pca's blocks of whole records, --reuse's
+previous rows, search's column scan and its rows by number.
 
 Writing: Beam's `WriteToParquetBatched` keeps pyarrow's default of dictionary-encoding every
 column. Float columns (embeddings, PCA coordinates) never repeat: trying a dictionary on them
@@ -8,7 +9,8 @@ made each 512-row batch of 384-wide vectors ~5x slower to write (measured 18.8 v
 file ~1.5x larger; for 1M rows of 50 PCs 3.7 s of CPU against 0.7 s. So `use_dictionary` is
 limited to the columns given (by default the string columns: ids, sources, metadata).
 
-Beam and pyarrow are imported inside the functions: the registry lists this format without them.
+Beam, numpy and pyarrow are imported inside the functions: the registry lists this format without
+them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,75 @@ SUFFIX = ".parquet"
 GROUPS_PER_SPLIT = 16  # pca: a split's row groups are read in order, one worker; splits spread
 PREFETCH = 2  # pca: row groups read ahead: ~4 in memory at once (read, waiting, in use),
 #               ~250 MB with the ~64 MB row groups the job writes
+
+
+def arrow_schema(schema):
+    """The Arrow schema of the run's rows (`schema`: an OutputSchema)."""
+    import pyarrow as pa
+
+    fields = [pa.field("id", pa.string(), nullable=False)]
+    if schema.include_text:
+        fields.append(pa.field("text", pa.string()))
+    fields.append(pa.field("source", pa.string()))
+    fields += [pa.field(column, pa.string()) for _, column in schema.metadata()]
+    fields += _token_fields(schema) if schema.granularity == "token" else [
+        pa.field(col, s.arrow_type()) for col, s in schema.storage()]
+    fields += [pa.field("num_tokens", pa.int32()), pa.field("truncated", pa.bool_())]
+    return pa.schema(fields)
+
+
+def table(schema, batch):
+    """One EmbeddedBatch as an Arrow table of the run's rows, built column-wise (no per-row
+    dicts; the vectors converted in bulk)."""
+    import numpy as np
+    import pyarrow as pa
+
+    records = batch.records
+    columns = [pa.array([r.id for r in records], pa.string())]
+    if schema.include_text:
+        columns.append(pa.array([r.text for r in records], pa.string()))
+    columns.append(pa.array([r.source for r in records], pa.string()))
+    metas = [dict(r.meta) for r in records]
+    columns += [pa.array([m.get(k) for m in metas], pa.string()) for k, _ in schema.metadata()]
+    columns += _token_columns(schema, batch) if schema.granularity == "token" else [
+        s.arrow(batch.vectors[col]) for col, s in schema.storage()]
+    columns += [pa.array(batch.num_tokens.astype(np.int32)), pa.array(batch.truncated)]
+    return pa.Table.from_arrays(columns, schema=arrow_schema(schema))
+
+
+def _token_type(schema):
+    import pyarrow as pa
+
+    return {"float32": pa.float32(), "float16": pa.float16()}[schema.dtype]
+
+
+def _token_fields(schema) -> list:
+    """`tokens list<string>`, `token_start`/`token_end list<int32>` (character offsets into
+    `text`), `vectors list<fixed_size_list<float32|float16>[width]>`."""
+    import pyarrow as pa
+
+    vector = pa.list_(_token_type(schema), schema.width)
+    return [pa.field("tokens", pa.list_(pa.string())),
+            pa.field("token_start", pa.list_(pa.int32())),
+            pa.field("token_end", pa.list_(pa.int32())),
+            pa.field("vectors", pa.list_(vector))]
+
+
+def _token_columns(schema, batch) -> list:
+    import numpy as np
+    import pyarrow as pa
+
+    t = batch.tokens
+    counts = np.array([len(v) for v in t.vectors], np.int32)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    flat = (np.concatenate(t.vectors) if counts.sum() else
+            np.zeros((0, schema.width), schema.dtype)).astype(schema.dtype)
+    vectors = pa.FixedSizeListArray.from_arrays(
+        pa.array(flat.reshape(-1), _token_type(schema)), schema.width)
+    return [pa.array(t.tokens, pa.list_(pa.string())),
+            pa.array([s.tolist() for s in t.starts], pa.list_(pa.int32())),
+            pa.array([e.tolist() for e in t.ends], pa.list_(pa.int32())),
+            pa.ListArray.from_arrays(offsets, vectors)]
 
 
 class ParquetFile:
@@ -73,17 +144,19 @@ def write_tables(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
 
 
 def write(output: str, schema, num_shards: int, in_bundles: bool = False):
-    """The job's Parquet shards in `output`: its batches as Arrow tables (`schema.table`, one row
-    group each), the paths written out."""
+    """The job's Parquet shards in `output`: its batches as Arrow tables (`table`, one row group
+    each), the paths written out."""
+    import functools
+
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
     from beam_embed.pipeline.common.bundle_write import write_shards
     from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
 
-    shards = sink(FileSystems.join(output, PREFIX), schema.arrow(), num_shards, SUFFIX,
+    shards = sink(FileSystems.join(output, PREFIX), arrow_schema(schema), num_shards, SUFFIX,
                   SHARD_TEMPLATE, digests=True)
-    return ("ToArrow" >> beam.Map(schema.table)
+    return ("ToArrow" >> beam.Map(functools.partial(table, schema))
             | "WriteShards" >> write_shards(shards, in_bundles))
 
 
