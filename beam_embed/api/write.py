@@ -6,15 +6,19 @@ the same claim, staging folder and publish swap.
 The run holds its output folder's claim from before its first write to its swap. Inside a user's
 pipeline the same span is two steps: the first (on one worker) takes the claim, checks the
 folder and clears what killed runs left, and every write waits for it (a side input); the last
-publishes the staging folder and releases the claim. A pipeline that fails in between leaves
-its claim and staging folder as a killed run does: `overwrite=True` takes them over, including
-a claim this very process took for a write that did not finish.
+publishes the staging folder and releases the claim (pipeline.common.staged_run, as `run`
+does in one block). A pipeline that fails in between leaves its claim and staging folder as a
+killed run does: `overwrite=True` takes them over, including a claim this very process took for
+a write that did not finish. Two writes of one folder in one pipeline are refused when it is
+built: each would claim the folder while the other writes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
+import weakref
 
 import apache_beam as beam
 
@@ -29,96 +33,95 @@ ACCEPTED = ("formats", "vector_dtype", "num_shards", "include_text", "metadata_f
             "overwrite")
 BATCH = 512  # rows converted and written together, as an inference batch's most
 COMMAND = "WriteEmbeddings"
-# Claims this process took for writes that have not published yet: folder -> (Claim, the run id
-# of its staging folder). One whose pipeline failed is released by the next write to that folder
-# with overwrite=True, which removes its staging folder too.
+# Writes of this process that claimed their folder and have not published: folder -> its
+# StagedRun. One whose pipeline failed holds its claim as a killed run would, but its process
+# lives on: the next write to that folder with overwrite=True releases it and removes its
+# staging folder. A write of the same pipeline is never one of them: two writers of one folder
+# in one pipeline are refused when it is built.
 _UNFINISHED: dict = {}
+# Per pipeline being built, the folders its WriteEmbeddings write: folder -> the writer's label.
+_WRITERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@dataclasses.dataclass(frozen=True)
-class _Claimed:
-    """What the claim step hands the publish step (maybe in another process)."""
+def _folder_key(output: str) -> str:
+    """One spelling of a folder: "out", "./out" and "out/" are the same one."""
+    from beam_embed.models.hub_loader import is_remote
 
-    holder: object  # claim.Holder: whose claim the publish step releases
-    previous: object  # staging.Previous: what the swap may replace
+    return output.rstrip("/") if is_remote(output) else os.path.abspath(output)
 
 
-def _release(output: str, holder) -> None:
-    """Releases the claim on `output` if `holder` still holds it (the store compares the token
-    it read, so a claim taken over since is left alone)."""
-    from beam_embed.pipeline.common.claim import Claim, Holder
-    from beam_embed.pipeline.common.claim_stores import store_for
-
-    store = store_for(output)
-    found = store.read()
-    if found is not None and Holder.parse(found[0]).run_id == holder.run_id:
-        Claim(store, found[1], holder).release()
+def _check_one_writer(pipeline, output: str, label: str) -> None:
+    """A ValueError when another WriteEmbeddings of `pipeline` writes `output`: both would
+    claim it while the pipeline runs, and a folder holds one run."""
+    other = _WRITERS.get(pipeline, {}).get(_folder_key(output))
+    if other is not None:
+        raise ValueError(f"WriteEmbeddings {label!r} and {other!r} both write into {output} in "
+                         "one pipeline; a folder holds one run, and one of them would fail or "
+                         "replace the other: give each its own output folder")
 
 
 class _Claim(beam.DoFn):
+    """Takes the folder's claim, checks the folder under it, clears what killed runs left,
+    makes the write's staging folder; yields the StagedRun the last step publishes."""
+
     def __init__(self, output: str, run_id: str, overwrite: bool):
         self._output, self._run_id, self._overwrite = output, run_id, overwrite
 
     def process(self, _):
+        from beam_embed.pipeline.common.manifest import JOB, make_folder
+        from beam_embed.pipeline.common.staged_run import StagedRun
         from beam_embed.pipeline.common.staging import discard, staging_folder
 
         try:
-            yield self._claim()
+            make_folder(self._output)
+            taken_over = self._release_unfinished()
+            run = StagedRun.open(self._output, JOB, self._overwrite, [COMMAND, self._output],
+                                 run_id=self._run_id)
         except BaseException:  # refused: the write steps may have made this write's staging
             discard(staging_folder(self._output, self._run_id))  # folder (its id is its own)
             raise
+        try:
+            run.stage(taken_over, say=LOGGER.warning)
+        except BaseException:
+            run.abandon()
+            run.release()
+            raise
+        _UNFINISHED[_folder_key(self._output)] = run
+        yield run
 
-    def _claim(self):
-        from beam_embed.pipeline.common.claim import OutputBusy, claim_output
-        from beam_embed.pipeline.common.manifest import JOB, make_folder
-        from beam_embed.pipeline.common.staging import (
-            check_output,
-            make_staging,
-            remove_leftovers,
-        )
+    def _release_unfinished(self) -> str | None:
+        """Releases the claim of an earlier write of this process that did not finish, with
+        overwrite; returns its run id (its staging folder is a leftover to remove)."""
+        from beam_embed.pipeline.common.claim import OutputBusy
 
-        make_folder(self._output)
-        stale = _UNFINISHED.get(self._output)
-        if stale is not None and not self._overwrite:
+        stale = _UNFINISHED.get(_folder_key(self._output))
+        if stale is None:
+            return None
+        if not self._overwrite:
             raise OutputBusy(f"{self._output} is claimed by an earlier WriteEmbeddings of this "
                              "process that did not finish (its pipeline failed); pass "
                              "overwrite=True to take the claim over")
-        taken_over = None
-        if stale is not None:
-            LOGGER.warning("took over the claim on %s of an earlier write of this process "
-                           "that did not finish", self._output)
-            stale_claim, taken_over = stale
-            stale_claim.release()
-            del _UNFINISHED[self._output]
-        claim = claim_output(self._output, self._overwrite, [COMMAND, self._output])
-        try:
-            previous = check_output(self._output, JOB, self._overwrite)
-            for path in remove_leftovers(self._output, claim.taken_over or taken_over):
-                LOGGER.warning("removed %s, left by a run that did not finish", path)
-            make_staging(self._output, self._run_id)  # marked as this write's
-        except BaseException:
-            claim.release()
-            raise
-        _UNFINISHED[self._output] = (claim, self._run_id)
-        return _Claimed(claim.holder, previous)
+        LOGGER.warning("took over the claim on %s of an earlier write of this process that did "
+                       "not finish", self._output)
+        stale.release()
+        del _UNFINISHED[_folder_key(self._output)]
+        return stale.holder.run_id
 
 
 class _Publish(beam.DoFn):
-    def __init__(self, output: str, staging: str):
-        self._output, self._staging = output, staging
+    """Swaps the complete write in and releases its claim; yields the folder."""
 
-    def process(self, _, claimed: _Claimed):
-        from beam_embed.pipeline.common.manifest import JOB
-        from beam_embed.pipeline.common.staging import NothingPublished, discard, publish
+    def __init__(self, output: str):
+        self._output = output
 
-        _UNFINISHED.pop(self._output, None)
+    def process(self, _, run):
+        key = _folder_key(self._output)
+        if getattr(_UNFINISHED.get(key), "holder", None) == run.holder:
+            del _UNFINISHED[key]
         try:
-            replaced = publish(self._staging, self._output, JOB, claimed.previous)
-        except NothingPublished:
-            discard(self._staging)
-            raise
+            replaced = run.publish()
         finally:
-            _release(self._output, claimed.holder)
+            run.release()
         if replaced:
             LOGGER.info("replaced the previous run in %s (%d files)", self._output,
                         len(replaced))
@@ -126,9 +129,11 @@ class _Publish(beam.DoFn):
 
 
 def _batch(embeddings: list[Embedding], metadata_fields: tuple[str, ...]) -> EmbeddedBatch:
-    """Embeddings as the job's inference batch, the sinks' input; metadata as strings, as the
-    run writes them."""
+    """Embeddings as the job's inference batch, the sinks' input; ids and metadata as text, as
+    the run writes them (a list or an object as its JSON)."""
     import numpy as np
+
+    from beam_embed.pipeline.job.formats import field_text, metadata_text
 
     records = []
     for e in embeddings:
@@ -136,9 +141,8 @@ def _batch(embeddings: list[Embedding], metadata_fields: tuple[str, ...]) -> Emb
             raise ValueError(f"WriteEmbeddings writes an id for every row, and the Embedding of "
                              f"{e.text[:80]!r} has none: give EmbedTexts (id, text) pairs or "
                              "dicts with an id")
-        meta = tuple((k, None if e.fields.get(k) is None else str(e.fields[k]))
-                     for k in metadata_fields)
-        records.append(Record(str(e.id), e.text, "", meta))
+        meta = tuple((k, metadata_text(e.fields.get(k))) for k in metadata_fields)
+        records.append(Record(field_text(e.id), e.text, "", meta))
     columns = embeddings[0].vectors
     return EmbeddedBatch(
         records=tuple(records),
@@ -148,8 +152,22 @@ def _batch(embeddings: list[Embedding], metadata_fields: tuple[str, ...]) -> Emb
 
 
 def _errors_line(dead: DeadLetter) -> DeadLetter:
-    """A dead letter as the run's errors files hold it: its id a string."""
-    return dead if dead.id is None else dataclasses.replace(dead, id=str(dead.id))
+    """A dead letter as the run's errors files hold it: its id as text."""
+    from beam_embed.pipeline.job.formats import field_text
+
+    return dead if dead.id is None else dataclasses.replace(dead, id=field_text(dead.id))
+
+
+def _batch_ids(batch: EmbeddedBatch):
+    from beam_embed.pipeline.job.sources import shard_ids
+
+    return shard_ids([r.id for r in batch.records])
+
+
+def _dead_ids(dead: DeadLetter):
+    from beam_embed.pipeline.job.sources import shard_ids
+
+    return shard_ids([] if dead.id is None else [dead.id])
 
 
 def upstream_embed_texts(*pcolls):
@@ -240,11 +258,17 @@ class WriteEmbeddings(beam.PTransform):
     def expand(self, pvalue):
         from beam_embed.pipeline.common.output_formats import output_format
         from beam_embed.pipeline.common.staging import staging_folder
-        from beam_embed.pipeline.job.build import COUNTS, manifest_base, output_schema
+        from beam_embed.pipeline.job.build import (
+            COUNTS,
+            count_duplicate_ids,
+            manifest_base,
+            output_schema,
+        )
         from beam_embed.pipeline.job.sinks import WriteDeadLetters, WriteManifest, count
 
         embeddings, dead = pvalue if isinstance(pvalue, tuple) else (pvalue, None)
         p = embeddings.pipeline
+        _check_one_writer(p, self.settings.output, self.label)  # before the model loads
         run = self._run(upstream_embed_texts(embeddings, *([dead] if dead else [])))
         s, output = run.settings, run.output
         schema = output_schema(run)
@@ -264,11 +288,18 @@ class WriteEmbeddings(beam.PTransform):
         written = [batches | f"Write{fmt.title()}" >> output_format(fmt).write(
             staging, schema, s.num_shards) for fmt in s.format]
         written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(staging))
+        # every row counted read has its id, as the run counts its records' (text, 1 is "1")
+        ids = ((batches | "BatchIds" >> beam.FlatMap(_batch_ids),
+                dead | "DeadIds" >> beam.FlatMap(_dead_ids)) | "AllIds" >> beam.Flatten())
+        duplicates, example = count_duplicate_ids(ids)
         counts = [count(batches, "Embedded", lambda b: [
                       ("read", len(b)), ("embedded", len(b)),
                       ("truncated", int(b.truncated.sum())), ("tokens", int(b.num_tokens.sum()))]),
                   count(dead, "Dead", lambda d: [
-                      ("read", 1), ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)])]
+                      ("read", 1), ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)]),
+                  duplicates]
         manifest = p | "WriteManifest" >> WriteManifest(
-            staging, manifest_base(run), counts, written, COUNTS)
-        return manifest | "Publish" >> beam.ParDo(_Publish(output, staging), claimed)
+            staging, manifest_base(run), counts, written, COUNTS, example)
+        published = manifest | "Publish" >> beam.ParDo(_Publish(output), claimed)
+        _WRITERS.setdefault(p, {})[_folder_key(output)] = self.label
+        return published

@@ -56,12 +56,14 @@ class Holder:
     command: str
 
     @classmethod
-    def this_process(cls, command: list[str]) -> Holder:
+    def this_process(cls, command: list[str], run_id: str | None = None) -> Holder:
+        """`run_id`: the run's own when it has one already (a writer that named its staging
+        folder before it claimed the output); a new one otherwise."""
         try:
             user = getpass.getuser()
         except (KeyError, OSError):  # no user name in a bare container
             user = str(os.getuid())
-        return cls(uuid.uuid4().hex[:12], socket.gethostname(), os.getpid(),
+        return cls(run_id or uuid.uuid4().hex[:12], socket.gethostname(), os.getpid(),
                    _process_start(os.getpid()), user,
                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), " ".join(command))
 
@@ -131,11 +133,12 @@ def _create(store, me: Holder, folder: str):
 
 
 def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
-                 options=None) -> Claim:
+                 options=None, run_id: str | None = None) -> Claim:
     """Takes the claim on `folder` (which must exist) or raises OutputBusy naming its holder.
-    `options`: the run's PipelineOptions (gs:// credentials and project)."""
+    `options`: the run's PipelineOptions (gs:// credentials and project); `run_id`: see
+    Holder.this_process."""
     store = store or store_for(folder, options)
-    me = Holder.this_process(command)
+    me = Holder.this_process(command, run_id)
     if not store.atomic:
         log(f"warning: {folder} is on a filesystem without atomic creates: two runs started at "
             "the same moment into it are not reliably told apart")
@@ -163,3 +166,13 @@ def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
             return Claim(store, token, me, taken_over=other.run_id)
     raise OutputBusy(f"--output {folder} is being claimed by another run at the same moment; "
                      "choose another --output or retry")
+
+
+def release_held(folder: str, holder: Holder, options=None) -> None:
+    """Releases the claim on `folder` if `holder` still holds it, from a process other than the
+    one that took it (a pipeline's last step): the store compares the token it read, so a
+    claim taken over since is left alone."""
+    store = store_for(folder, options)
+    found = store.read()
+    if found is not None and Holder.parse(found[0]).run_id == holder.run_id:
+        Claim(store, found[1], holder).release()

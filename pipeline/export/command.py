@@ -1,14 +1,16 @@
 """`beam-embed export-model SRC_DIR OUT_DIR [--name NAME] [--checkpoint PREFIX]
-[--lower-case | --no-lower-case]`."""
+[--lower-case | --no-lower-case] [--overwrite]`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser, FlagError
 from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed export-model"
 
@@ -28,15 +30,51 @@ def parser() -> CommandParser:
     p.add_argument("--lower-case", action=argparse.BooleanOptionalAction, default=None,
                    help="lower-case (and strip accents) before WordPiece; default: what the "
                         "folder says, else inferred from vocab.txt")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the export OUT_DIR holds (refused without it, as `run` refuses "
+                        "a previous run)")
     return p
+
+
+def _present(path: str) -> bool:
+    """A file or a folder at `path` (on object stores: an object under it)."""
+    from beam_embed.models.hub_loader import is_remote
+
+    if not is_remote(path):
+        return os.path.lexists(path)
+    from apache_beam.io.filesystems import FileSystems
+
+    from beam_embed.pipeline.common.literal_paths import objects_under
+
+    return FileSystems.exists(path) or bool(objects_under(path, limit=1))
+
+
+def check_out_dir(out_dir: str, overwrite: bool) -> None:
+    """A ValueError, before TensorFlow loads, when `out_dir` holds what an export writes and
+    not `overwrite`: a model folder a run or a preset reads is not replaced without asking."""
+    from beam_embed.models.encoder_choices import PRECISIONS
+    from beam_embed.models.export_format import (
+        ENCODER,
+        METADATA_FILE,
+        PREPROCESSOR,
+        precision_folder,
+    )
+
+    names = [METADATA_FILE, ENCODER, *(precision_folder(ENCODER, p) for p in PRECISIONS
+                                       if p != "fp32"), PREPROCESSOR]
+    found = [n for n in names if _present(os.path.join(out_dir, n))]
+    if found and not overwrite:
+        raise ValueError(f"OUT_DIR {out_dir!r} holds an export already ({', '.join(found)}); "
+                         "pass --overwrite to replace it or choose another OUT_DIR")
 
 
 @one_line_errors("beam-embed export-model")
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
-    except FlagError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        check_out_dir(args.out_dir, args.overwrite)
+    except (FlagError, ValueError) as e:
+        print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
         return 2
     import_tensorflow()
     from beam_embed.models.export.checkpoint import CheckpointError

@@ -49,6 +49,15 @@ def dead_counts(dead) -> list[tuple[str, int]]:
     return [("skipped_empty" if dead.kind == EMPTY else "dead_lettered", 1)]
 
 
+def count_duplicate_ids(ids):
+    """(the duplicate_ids count, the manifest's duplicate_id_example) of `ids`, (shard, ids)
+    lists (sources.shard_ids): the run's and the API writer's one counting, of ids as text."""
+    found = ids | "FindDuplicateIds" >> FindDuplicateIds()
+    return (found | "CountDuplicateIds" >> beam.Map(lambda d: ("duplicate_ids", d[0])),
+            found | "DuplicateIdExample" >> beam.FlatMap(
+                lambda d: [(DUPLICATE_EXAMPLE, d[1])] if d[0] else []))
+
+
 def probe_widths(run, on_host: bool = False) -> tuple[tuple[str, int], ...]:
     """Loads the model on the launcher: an unreadable handle or a bad layer fails here, before
     any data is read, and the output schema learns each pooling's width. `on_host`: the
@@ -154,9 +163,7 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
         counts.append(count(corpus["records"], "Split", lambda r: [("split_records", 1)]))
         names += ("split_records",)
     if s.id_field:  # without it, ids are path:line: unique
-        found = corpus["ids"] | "FindDuplicateIds" >> FindDuplicateIds()
-        counts.append(found | "CountDuplicateIds" >> beam.Map(lambda d: ("duplicate_ids", d[0])))
-        extras = found | "DuplicateIdExample" >> beam.FlatMap(
-            lambda d: [(DUPLICATE_EXAMPLE, d[1])] if d[0] else [])
+        duplicates, extras = count_duplicate_ids(corpus["ids"])
+        counts.append(duplicates)
     p | "WriteManifest" >> WriteManifest(
         s.output, manifest_base(run), counts, written, names, extras)

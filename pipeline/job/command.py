@@ -16,7 +16,7 @@ import dataclasses
 import os
 import sys
 
-from beam_embed.pipeline.common.errors import CommandError, exit_code, one_line, one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
@@ -25,7 +25,7 @@ from beam_embed.process.terminal import printable
 PROG = "beam-embed run"
 
 
-def _bad_config(e: ValueError) -> int:
+def _bad_config(e: Exception) -> int:
     print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
     return exits.BAD_CONFIG
 
@@ -94,69 +94,44 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
     """The run, holding the output folder's claim from its last check to the swap. `given`:
     the settings as the user gave them, before the input decided what they left unset (the
     run's first line says which were decided)."""
-    from beam_embed.pipeline.common.claim import claim_output
     from beam_embed.pipeline.common.manifest import JOB
-    from beam_embed.pipeline.common.staging import (
-        NothingPublished,
-        check_output,
-        discard,
-        make_staging,
-        publish,
-        remove_leftovers,
-        staging_folder,
-    )
+    from beam_embed.pipeline.common.staged_run import OutputRefused, staged_run
     from beam_embed.pipeline.job.input_fields import fields_note
     from beam_embed.pipeline.job.resolved import check_model_limits, workers_run_here
 
     settings = run.settings
     given = settings if given is None else given
-    with exits.unwound_on_sigterm() as stopped, \
-            claim_output(run.output, settings.overwrite, [PROG, *argv], options=options) as claim:
-        try:  # checked again under the claim: a run may have finished there since
-            previous = check_output(run.output, JOB, settings.overwrite)
-            from beam_embed.pipeline.job.build import probe_widths
+    try:  # checked again under the claim: a run may have finished there since
+        with staged_run(run.output, JOB, settings.overwrite, [PROG, *argv],
+                        options=options) as staged:
+            try:
+                from beam_embed.pipeline.job.build import probe_widths
 
-            run = dataclasses.replace(run, widths=probe_widths(
-                run, on_host=not workers_run_here(options)))
-            run = check_model_limits(run, run.encoder.max_positions())
-            from beam_embed.pipeline.job.calibration import vector_storage
+                run = dataclasses.replace(run, widths=probe_widths(
+                    run, on_host=not workers_run_here(options)))
+                run = check_model_limits(run, run.encoder.max_positions())
+                from beam_embed.pipeline.job.calibration import vector_storage
 
-            run = dataclasses.replace(run, stored=vector_storage(run))  # int8: calibrated
-            if settings.reuse:  # its shards and settings, now that the model's are final
-                from beam_embed.pipeline.job.build import manifest_base
-                from beam_embed.pipeline.job.reuse import previous_run
+                run = dataclasses.replace(run, stored=vector_storage(run))  # int8: calibrated
+                if settings.reuse:  # its shards and settings, now that the model's are final
+                    from beam_embed.pipeline.job.build import manifest_base
+                    from beam_embed.pipeline.job.reuse import previous_run
 
-                run = dataclasses.replace(run, previous=previous_run(settings.reuse,
-                                                                     manifest_base(run)))
-        except ValueError as e:
-            return _bad_config(e)
-        for path in remove_leftovers(run.output, claim.taken_over):
-            log(f"removed {path}, left by a run that did not finish")
-        staging = staging_folder(run.output, claim.run_id)
-        log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
-            f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
-            f"{fields_note(given, run.settings)}")
-        try:
-            make_staging(run.output, claim.run_id)
+                    run = dataclasses.replace(run, previous=previous_run(settings.reuse,
+                                                                         manifest_base(run)))
+            except ValueError as e:
+                return _bad_config(e)
+            staging = staged.stage()
+            log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
+                f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
+                f"{fields_note(given, run.settings)}")
             execute(options, run.writing_to(staging))
             if run.previous is not None:  # the rows copied were the run --reuse checked
                 run.previous.check_read()
-        except Exception as e:  # the old run, if any, is untouched; say where this one stopped
-            discard(staging)
-            exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
-            raise CommandError(f"the run stopped, nothing was published to {run.output} (its "
-                               f"previous run, if any, is untouched): {one_line(e)}",
-                               exit_code(e)) from e
-        except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
-            discard(staging)
-            raise
-        try:
-            replaced = publish(staging, run.output, JOB, previous)
-        except NothingPublished:  # refused before it changed anything: the run goes
-            discard(staging)
-            raise
-        if replaced:
-            log(f"replaced the previous run in {run.output} ({len(replaced)} files)")
+    except OutputRefused as e:
+        return _bad_config(e)
+    if staged.replaced:
+        log(f"replaced the previous run in {run.output} ({len(staged.replaced)} files)")
     from beam_embed.pipeline.job.summary import summarize
 
     return summarize(run.output, settings.allow_incomplete_input)

@@ -50,7 +50,7 @@ class Fields:
         """A record from a dict-like row (JSON object, CSV row, Parquet row, Example)."""
         default_id = f"{path}:{n}"
         rid = row.get(self.id) if self.id else default_id
-        rid = default_id if rid is None else _str(rid)
+        rid = default_id if rid is None else field_text(rid)
         text = row.get(self.text)
         if text is None:
             what = (f"text field {self.text!r} is null" if self.text in row else
@@ -65,7 +65,8 @@ class Fields:
         if not isinstance(text, str):
             return DeadLetter.of(rid, path, f"text field {self.text!r} is {type(text).__name__}, "
                                  "not a string", str(text))
-        return self.checked(rid, path, text, tuple((k, _meta(row.get(k))) for k in self.meta))
+        meta = tuple((k, metadata_text(row.get(k))) for k in self.meta)
+        return self.checked(rid, path, text, meta)
 
     def checked(self, rid: str, path: str, text: str, meta=()) -> Item:
         try:  # a text without surrogates encodes strictly: no character needs scanning
@@ -115,18 +116,21 @@ class FileFields:
         return f"the first {self.sampled} records of {path}" if self.sampled else path
 
 
-def _str(value) -> str:
+def field_text(value) -> str:
+    """A field's value as text, as ids are written (the API's writer too): bytes decoded as
+    UTF-8, anything else by str(), so 1 and "1" are one id."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _meta(value) -> str | None:
+def metadata_text(value) -> str | None:
     """A metadata value as its column holds it (every metadata column is a string column): a
-    list or an object, which a field may hold in some records only, as its JSON text."""
+    list or an object, which a field may hold in some records only, as its JSON text. The
+    API's writer encodes its Embeddings' fields with it too."""
     if value is None:
         return None
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=_str)
-    return _str(value)
+        return json.dumps(value, ensure_ascii=False, default=field_text)
+    return field_text(value)
 
 
 def _lines(f) -> Iterator[tuple[int, bytes]]:

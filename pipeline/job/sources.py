@@ -358,14 +358,19 @@ class _ReadFile(beam.DoFn):
 
 
 def _by_shard(ids: list[str]):
-    """The ids in ID_SHARDS lists by a hash that every worker computes alike (Python's own
-    hash of a string differs from process to process)."""
+    for found in shard_ids(ids):
+        yield beam.pvalue.TaggedOutput(IDS, found)
+
+
+def shard_ids(ids) -> Iterator[tuple[int, list[str]]]:
+    """The ids in (shard, ids) lists by a hash that every worker computes alike (Python's own
+    hash of a string differs from process to process): FindDuplicateIds' input."""
     shards = [[] for _ in range(ID_SHARDS)]
     for rid in ids:
         shards[zlib.crc32(rid.encode("utf-8", "surrogatepass")) % ID_SHARDS].append(rid)
     for shard, group in enumerate(shards):
         if group:
-            yield beam.pvalue.TaggedOutput(IDS, (shard, group))
+            yield shard, group
 
 
 def _duplicates_in(shard_ids) -> tuple[int, str | None]:

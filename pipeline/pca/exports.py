@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.staging import naming_file
 from beam_embed.pipeline.pca import plots, projector
-from beam_embed.pipeline.pca.maps import axis_labels, compute_map, map_title
+from beam_embed.pipeline.pca.maps import axis_labels, compute_map, drawn_method, map_title
 from beam_embed.pipeline.pca.project import pc_names
 from beam_embed.pipeline.pca.sample import METHOD, read_sample
 from beam_embed.process.log import log
@@ -87,10 +87,13 @@ def export_sample(sample_path: str, spec: ExportSpec, variance_ratio=None) -> di
         table.drop_columns(names), f"{spec.pooling} PCA-{spec.components}",
         f"beam-embed pca: {spec.model}, pooling {spec.pooling}\n{note}")
 
-    coords = compute_map(spec.method, pcs, spec.dims, spec.seed)
+    method, why = drawn_method(spec.method, pcs)
+    if why:
+        log(why)
+    coords = compute_map(method, pcs, spec.dims, spec.seed)
     colors = plots.coloring(table, spec.color_by)
-    axes = axis_labels(spec.method, spec.dims, variance_ratio)
-    heading = f"{spec.model} · {spec.pooling} · {map_title(spec.method, spec.components)}"
+    axes = axis_labels(method, spec.dims, variance_ratio)
+    heading = f"{spec.model} · {spec.pooling} · {map_title(method, spec.components)}"
     fig = plots.scatter_figure(coords, table, colors,
                                f"{plots.escape(heading)}<br><sup>{plots.escape(note)}</sup>", axes)
     html, png = FileSystems.join(spec.folder, HTML_FILE), FileSystems.join(spec.folder, PNG_FILE)
@@ -101,4 +104,4 @@ def export_sample(sample_path: str, spec: ExportSpec, variance_ratio=None) -> di
     return {"sample": {**info, "note": note},
             "projector": {k: f"{PROJECTOR_DIR}/{v}" for k, v in bundle.items()},
             "html": HTML_FILE, "png": PNG_FILE,
-            "plot": {"method": spec.method, "dims": spec.dims, "color_by": spec.color_by}}
+            "plot": {"method": method, "dims": spec.dims, "color_by": spec.color_by}}

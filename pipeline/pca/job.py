@@ -17,9 +17,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.claim import claim_output
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
-from beam_embed.pipeline.common.errors import CommandError, IncompleteInput, exit_code, one_line
+from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.literal_paths import matching
 from beam_embed.pipeline.common.manifest import (
     MANIFEST,
@@ -38,16 +37,8 @@ from beam_embed.pipeline.common.shards import (
     check_unchanged,
     unverified,
 )
-from beam_embed.pipeline.common.staging import (
-    NothingPublished,
-    check_output,
-    discard,
-    make_staging,
-    naming_file,
-    publish,
-    remove_leftovers,
-    staging_folder,
-)
+from beam_embed.pipeline.common.staged_run import staged_run
+from beam_embed.pipeline.common.staging import check_output, naming_file
 from beam_embed.pipeline.pca.exports import (
     HTML_FILE,
     PNG_FILE,
@@ -75,7 +66,6 @@ from beam_embed.pipeline.pca.project import (
 )
 from beam_embed.pipeline.pca.projector import CONFIG, METADATA, TENSORS
 from beam_embed.pipeline.pca.sample import SampleRows, write_sample
-from beam_embed.process import exits
 from beam_embed.process.log import log
 
 FIT_FILE, SAMPLE_FILE = "pca.npz", "sample.parquet"
@@ -293,33 +283,11 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
     if output_format(plan.fmt).tensorflow:
         import_tensorflow()  # e.g. TFRecord shards are parsed with TensorFlow: load it quietly
     options = PipelineOptions(beam_args)
-    with exits.unwound_on_sigterm() as stopped, \
-            claim_output(plan.output, plan.overwrite, command, options=options) as claim:
-        try:  # checked again under the claim: a job may have finished there since
-            previous = check_output(plan.output, PCA_OUTPUT, plan.overwrite)
-        except ValueError as e:
-            raise CommandError(str(e), exits.BAD_CONFIG) from e
-        remove_leftovers(plan.output, claim.taken_over)  # the staging folders of killed jobs
-        staging = staging_folder(plan.output, claim.run_id)
-        staged = dataclasses.replace(plan, output=staging,
-                                     exports=dataclasses.replace(plan.exports, folder=staging))
-        try:
-            make_staging(plan.output, claim.run_id)
-            manifest = _write_all(staged, options)
-        except Exception as e:  # the previous run, if any, is untouched; say where this stopped
-            discard(staging)
-            exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
-            raise CommandError(f"the run stopped, nothing was published to {plan.output} (its "
-                               f"previous run, if any, is untouched): {one_line(e)}",
-                               exit_code(e)) from e
-        except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
-            discard(staging)
-            raise
-        try:
-            publish(staging, plan.output, PCA_OUTPUT, previous)
-        except NothingPublished:  # refused before it changed anything: the run goes
-            discard(staging)
-            raise
+    with staged_run(plan.output, PCA_OUTPUT, plan.overwrite, command, options) as staged:
+        staging = staged.stage()  # the staging folders of killed jobs go first
+        staged_plan = dataclasses.replace(
+            plan, output=staging, exports=dataclasses.replace(plan.exports, folder=staging))
+        manifest = _write_all(staged_plan, options)
     return manifest
 
 

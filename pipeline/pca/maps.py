@@ -63,6 +63,26 @@ def check_plot_packages() -> None:
                          f"this environment lacks them: reinstall with {install_command()}")
 
 
+def without_spread(coords: np.ndarray) -> bool:
+    """Whether the points are one point to float32's precision (all of the sample the same
+    vector): a non-linear map has nothing to place them by, and t-SNE's start, scaled by the
+    spread, divides by zero and crashed the process (exit 139)."""
+    if len(coords) == 0:
+        return True
+    scale = max(1.0, float(np.abs(coords).max()))
+    return float(np.ptp(coords, axis=0).max()) <= 4 * np.finfo(np.float32).eps * scale
+
+
+def drawn_method(method: str, coords: np.ndarray) -> tuple[str, str | None]:
+    """(the map the plots draw, a line saying why it is not `method`, or None): a non-linear
+    map of points without spread is drawn as the PCA map, which shows them as they are."""
+    if method == "pca" or not without_spread(coords):
+        return method, None
+    return "pca", (f"warning: the {len(coords):,} sampled points are all the same vector, which "
+                   f"{MAPS[method][1].strip()} cannot map; the plots show the leading "
+                   "PCs instead")
+
+
 def compute_map(method: str, coords: np.ndarray, dims: int, seed: int) -> np.ndarray:
     """[n, K] PCA coordinates -> [n, dims] plot coordinates."""
     return np.asarray(MAPS[method][0](coords, dims, seed), np.float64)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import apache_beam as beam
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing import test_pipeline
 
@@ -159,3 +162,97 @@ def test_keywords_and_a_write_without_embed_texts(tiny_export, tmp_path):
     with pytest.raises(ValueError, match="found no EmbedTexts upstream"):
         with test_pipeline.TestPipeline() as p:
             _ = p | beam.Create([1]) | WriteEmbeddings(str(tmp_path / "b"))
+
+
+def _state(out: str) -> dict[str, bytes]:
+    """Every file under `out`, by relative path: claims and staging folders included."""
+    found = {}
+    for root, _, files in os.walk(out):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, out)] = f.read()
+    return found
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_two_writers_of_one_folder_in_one_pipeline_are_refused_when_built(tiny_export, tmp_path,
+                                                                          overwrite):
+    out = str(tmp_path / "out")
+    if overwrite:  # a previous run to keep; without overwrite, a folder with none is written
+        _write(tiny_export, out, items=elements()[:2], formats=["parquet"])
+    before = _state(out)
+    with pytest.raises(ValueError, match=rf"^WriteEmbeddings 'Second' and 'First' both write "
+                                         rf"into {out}/? in one pipeline; .*give each its own"):
+        with test_pipeline.TestPipeline() as p:
+            embedded = (p | beam.Create(elements())
+                        | EmbedTexts(model=tiny_export, poolings=POOLINGS, **SETTINGS)
+                        .with_exception_handling())
+            _ = embedded | "First" >> WriteEmbeddings(out, overwrite=overwrite)
+            _ = embedded | "Second" >> WriteEmbeddings(out + "/", overwrite=overwrite)
+    assert _state(out) == before  # no claim, no staging folder: nothing ran
+
+
+def test_a_live_claim_is_never_taken_over_and_a_dead_one_is_with_overwrite(tiny_export,
+                                                                           tmp_path):
+    out = str(tmp_path / "out")
+    _write(tiny_export, out, items=elements()[:2], formats=["parquet"])
+    code = ("import sys; from beam_embed.pipeline.common.claim import claim_output; "
+            f"c = claim_output({out!r}, False, ['another writer']); print(c.run_id, flush=True); "
+            "sys.stdin.read()")  # holds the claim until its stdin closes
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": ":".join(sys.path)})
+    try:
+        run_id = holder.stdout.readline().strip()
+        before = _state(out)
+        with pytest.raises(Exception, match=rf"{out} is in use by run {run_id} \(pid "
+                                            rf"{holder.pid} .*another writer\)"):
+            _write(tiny_export, out, items=elements()[:1], formats=["parquet"], overwrite=True)
+        assert _state(out) == before  # its claim as it was, no staging folder, the run kept
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    _write(tiny_export, out, items=elements()[:1], formats=["parquet"], overwrite=True)
+    assert sorted(parquet_rows(out)) == ["r1"]
+    assert sorted(os.listdir(out)) == _listed(out)
+
+
+# ids that repeat, as given and as text (1 and "1"), one of them on a record dead-lettered as
+# empty; metadata nested (a list, an object), plain and missing
+DUPLICATES = [
+    {"id": 1, "text": "the cat sat on the mat .", "topic": {"x": [1], "y": "é"}},
+    {"id": "1", "text": "a dog ran !", "topic": ["a", 2]},
+    {"id": "r2", "text": "the river bank", "topic": "geo"},
+    {"id": "r2", "text": "money is big", "topic": None},
+    {"id": "r3", "text": " \u3000 ", "topic": "blank"},
+    {"id": "r3", "text": "the bank", "topic": 7},
+    {"id": "r4", "text": "small river", "topic": True},
+]
+
+
+def test_duplicate_ids_and_nested_metadata_as_the_command_writes_them(tiny_export, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in DUPLICATES), encoding="utf-8")
+    run_out = str(tmp_path / "run")
+    command = run_job(run_out, "--input", str(corpus), "--model", tiny_export, *RUN_FLAGS,
+                      "--format", "parquet")
+    out = str(tmp_path / "api")
+    _write(tiny_export, out, items=[dict(row) for row in DUPLICATES], formats=["parquet"])
+    with open(os.path.join(out, "manifest.json")) as f:
+        manifest = json.load(f)
+    assert manifest["counts"]["duplicate_ids"] == 3  # "1", "r2", "r3"
+    assert manifest["duplicate_id_example"] == "1"
+    assert manifest["counts"] == command["counts"]
+    assert manifest["duplicate_id_example"] == command["duplicate_id_example"]
+
+    def topics(folder, listed):
+        return sorted((row["id"], row["text"], row["topic"]) for name in listed["files"]["parquet"]
+                      for row in pq.read_table(os.path.join(folder, name),
+                                               columns=["id", "text", "topic"]).to_pylist())
+
+    written = topics(out, manifest)
+    assert ("1", "the cat sat on the mat .", '{"x": [1], "y": "é"}') in written
+    assert ("1", "a dog ran !", '["a", 2]') in written
+    assert ("r2", "money is big", None) in written and ("r4", "small river", "True") in written
+    assert written == topics(run_out, command)

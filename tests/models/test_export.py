@@ -189,5 +189,32 @@ def test_cli_export_model(tiny_checkpoint, tmp_path, capsys):
     assert "exported tiny (2 layers, width 8" in capsys.readouterr().out
     assert sorted(os.listdir(out)) == ["beam_embed.json", "encoder", "encoder_bf16", "encoder_fp16",
                                        "preprocessor"]
-    assert main(["export-model", str(tmp_path / "nowhere"), out]) == 2
+    assert main(["export-model", str(tmp_path / "nowhere"), out, "--overwrite"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.pipeline
+def test_cli_export_model_replaces_an_export_only_with_overwrite(tiny_checkpoint, tmp_path,
+                                                                 capsys):
+    from beam_embed.pipeline.cli import main
+
+    out = str(tmp_path / "cli_export")
+    assert main(["export-model", tiny_checkpoint[0], out, "--name", "first"]) == 0
+    capsys.readouterr()
+    assert main(["export-model", tiny_checkpoint[0], out, "--name", "second"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"beam-embed export-model: OUT_DIR {out!r} holds an export already "
+                   "(beam_embed.json, encoder, encoder_bf16, encoder_fp16, preprocessor); pass "
+                   "--overwrite to replace it or choose another OUT_DIR\n")
+    with open(os.path.join(out, "beam_embed.json")) as f:
+        assert json.load(f)["name"] == "first"
+    assert main(["export-model", tiny_checkpoint[0], out, "--name", "second",
+                 "--overwrite"]) == 0
+    with open(os.path.join(out, "beam_embed.json")) as f:
+        assert json.load(f)["name"] == "second"
+    # a folder holding other files only is no export: written without asking
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert main(["export-model", tiny_checkpoint[0], str(other)]) == 0
+    assert (other / "notes.txt").read_text() == "mine"
