@@ -57,7 +57,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from beam_embed import EmbedTexts, load_encoder
 with TestPipeline() as p:
-    _ = p | beam.Create(["the cat sat", "a dog"]) | EmbedTexts(model={model!r}, poolings=["mean"])
+    _ = p | beam.Create(["the cat sat", "a dog"]) | EmbedTexts(model={model!r}, pooling=["mean"])
 print(load_encoder({model!r}).encode(["the cat"]).shape)
 print(logging.getLogger("tensorflow").level)
 """
