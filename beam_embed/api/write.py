@@ -211,6 +211,10 @@ class WriteEmbeddings(beam.PTransform):
         from beam_embed.pipeline.common.staging import check_output
 
         super().__init__()
+        if output.startswith("gs://"):
+            from beam_embed.process.gcs_auth import install_now
+
+            install_now()  # credentials found in one look, as the commands find them
         given = {k: v for k, v in locals().items() if k in ACCEPTED}
         given["format"] = renamed_keyword(COMMAND, "formats", "format", formats, format)
         if metadata_fields is not None:
