@@ -66,6 +66,7 @@ setuptools.setup(
                 setuptools.find_packages(include=["pipeline*", "models*"]))],
     package_dir={"beam_embed": "beam_embed", "beam_embed.pipeline": "pipeline",
                  "beam_embed.models": "models"},
+    package_data={"beam_embed": ["py.typed"]},  # the API's type hints, for type checkers (PEP 561)
     install_requires=RUNTIME,
     extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK, "read": READ,
                     "stores": STORES,

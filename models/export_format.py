@@ -51,11 +51,13 @@ def _wrong_type(value, expected: type) -> bool:
 
 
 def read_metadata(folder: str) -> dict:
-    """The export's beam_embed.json, checked to hold what a run reads, else an ExportError."""
-    import tensorflow as tf
-
+    """The export's beam_embed.json, checked to hold what a run reads, else an ExportError
+    (a local one read without TensorFlow)."""
     path = os.path.join(folder, METADATA_FILE)
-    if not tf.io.gfile.exists(path):
+    files = _gfile(path)
+    if not files.exists(path):
+        import tensorflow as tf
+
         if looks_like_export(folder):
             raise ExportError(
                 f"{path} is missing: {folder} has the encoder/ and preprocessor/ of an export, "
@@ -69,7 +71,7 @@ def read_metadata(folder: str) -> dict:
             f"{folder} is neither a `beam-embed export-model` folder (no {METADATA_FILE}, "
             f"{ENCODER}/, {PREPROCESSOR}/) nor a SavedModel (no saved_model.pb); it holds "
             f"{found[:12] or 'nothing'}{' ...' if len(found) > 12 else ''}")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with (open(path, "rb") if files is os.path else files.GFile(path, "rb")) as f:
         raw = f.read()
     try:
         meta = json.loads(raw)
@@ -103,16 +105,37 @@ def saved_models(meta: dict) -> list[str]:
     return [*encoders, PREPROCESSOR]
 
 
+def _gfile(path: str):
+    """Python's file functions for a local path (checking an export loads no TensorFlow),
+    TensorFlow's for another (a remote handle)."""
+    from beam_embed.models.hub_loader import is_remote
+
+    if not is_remote(path):
+        return os.path
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def _size(path: str) -> int:
+    from beam_embed.models.hub_loader import is_remote
+
+    if not is_remote(path):
+        return os.path.getsize(path)
+    import tensorflow as tf
+
+    return tf.io.gfile.stat(path).length
+
+
 def _check_vocab(folder: str, meta: dict) -> None:
     """The preprocessor's vocabulary has every entry the metadata counts: a short one would
     load and silently map the missing tokens' ids to nothing."""
-    import tensorflow as tf
-
     path = os.path.join(folder, PREPROCESSOR, VOCAB)
-    if not tf.io.gfile.exists(path):
+    files = _gfile(path)
+    if not files.exists(path):
         raise ExportError(f"{path} is missing: the preprocessor's WordPiece vocabulary; "
                           f"{REEXPORT}")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with (open(path, "rb") if files is os.path else files.GFile(path, "rb")) as f:
         text = f.read().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     # lines as the export counted them (Python's universal newlines), the last may lack its \n
     entries = text.count(b"\n") + (not text.endswith(b"\n") and bool(text))
@@ -124,20 +147,20 @@ def _check_vocab(folder: str, meta: dict) -> None:
 def check_export(folder: str) -> dict:
     """The export's metadata once its files are checked: the metadata, each SavedModel's
     saved_model.pb and variables (every data file as long as its index says), the vocabulary.
-    Reads the small files only (no weights): an ExportError names the first problem."""
-    import tensorflow as tf
-
+    Reads the small files only (no weights), without TensorFlow for a local folder: an
+    ExportError names the first problem."""
     from beam_embed.models.hub_loader import HandleError, check_variables
 
     meta = read_metadata(folder)
+    files = _gfile(folder)
     for sub in saved_models(meta):
         saved_model = os.path.join(folder, sub)
-        if not tf.io.gfile.isdir(saved_model):
+        if not files.isdir(saved_model):
             raise ExportError(f"{saved_model} is missing: {METADATA_FILE} lists it as one of "
                               f"the export's SavedModels; {REEXPORT}")
         pb = os.path.join(saved_model, "saved_model.pb")
-        if not tf.io.gfile.exists(pb) or tf.io.gfile.stat(pb).length == 0:
-            state = "empty" if tf.io.gfile.exists(pb) else "missing"
+        if not files.exists(pb) or _size(pb) == 0:
+            state = "empty" if files.exists(pb) else "missing"
             raise ExportError(f"{pb} is {state}: the SavedModel's graph; {REEXPORT}")
         try:
             check_variables(saved_model, required=True, fix=REEXPORT)
@@ -145,3 +168,17 @@ def check_export(folder: str) -> dict:
             raise ExportError(str(e)) from e
     _check_vocab(folder, meta)
     return meta
+
+
+def recorded_positions(encoder: str) -> int | None:
+    """The token positions recorded in the beam_embed.json of the export that `encoder` (an
+    export's SavedModel folder) is in, read without TensorFlow; None for another SavedModel
+    (its positions are read from its variables, with TensorFlow)."""
+    from beam_embed.models.gcs_copy import local_copy
+
+    path = local_copy(os.path.join(os.path.dirname(encoder.rstrip("/")), METADATA_FILE))
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        recorded = json.loads(f.read()).get("max_position_embeddings")
+    return int(recorded) if recorded else None

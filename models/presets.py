@@ -145,12 +145,11 @@ def from_handles(encoder: str, preprocessor: str | None = None,
 
 
 def _is_saved_model(folder: str) -> bool:
-    """A SavedModel itself (a TF-Hub URL, or a folder with saved_model.pb), not an export."""
-    import tensorflow as tf
-
+    """A SavedModel itself (a TF-Hub URL, or a folder with saved_model.pb), not an export;
+    a gs:// folder is read from its local copy, so no TensorFlow is needed to tell."""
     if folder.startswith(("http://", "https://")):
         return True
-    return tf.io.gfile.exists(local_copy(os.path.join(folder, "saved_model.pb")))
+    return os.path.exists(local_copy(os.path.join(folder, "saved_model.pb")))
 
 
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:

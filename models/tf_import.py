@@ -12,7 +12,8 @@ still works and imports them in full. (The refusal itself, a stub in sys.modules
 is beam_embed.process.imports'.)
 
 `import_tensorflow` is what commands and the job's model handler call: the same, without
-TensorFlow's C++ start-up lines when the command asked for quiet (beam_embed.process.set_up).
+TensorFlow's C++ start-up lines when the command asked for quiet (beam_embed.process.set_up) or
+a library caller did not ask for them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import sys
 
 from beam_embed.process.imports import refused_while
-from beam_embed.process.library_noise import stderr_silenced
+from beam_embed.process.library_noise import quiet_environment_while, stderr_silenced
 from beam_embed.process.log import quiet_asked
 
 _KERAS_EAGER = "keras.src.optimizers"
@@ -58,11 +59,20 @@ def register_text_ops() -> None:
         tf.load_op_library(so)
 
 
-def import_tensorflow() -> None:
+def import_tensorflow(quiet: bool | None = None) -> None:
     """Loads TensorFlow and tensorflow-text's ops now (register_text_ops), without their start-up
-    lines when a command asked for quiet (local worker processes inherit that through the
-    environment; elsewhere, on Dataflow say, TensorFlow loads as usual). Commands call it once
-    their flags are checked, the job's model handler before it loads the model."""
-    quiet = "tensorflow" not in sys.modules and quiet_asked()
-    with stderr_silenced() if quiet else contextlib.nullcontext():
+    lines when `quiet` (None: when a command asked for quiet; local worker processes inherit
+    that through the environment; elsewhere, on Dataflow say, TensorFlow loads as usual).
+    Commands call it once their flags are checked, the job's model handler before it loads the
+    model, the Python API's handlers with the library caller's wish (library_quiet_wanted).
+    Quiet, TensorFlow's C++ log level is read as errors-only while it loads and the
+    environment is given back as it was after (quiet_environment_while)."""
+    if "tensorflow" in sys.modules:
+        register_text_ops()
+        return
+    quiet = quiet_asked() if quiet is None else quiet
+    if not quiet:
+        register_text_ops()
+        return
+    with quiet_environment_while(), stderr_silenced():
         register_text_ops()  # imports TensorFlow first

@@ -7,18 +7,27 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Sequence
 
 import apache_beam as beam
 
 from beam_embed.api.elements import Embedding, element_record, embeddings_of
-from beam_embed.api.keywords import BATCHES, MODEL, TEXTS, model_spec, run_settings
+from beam_embed.api.keywords import (
+    BATCHES,
+    MODEL,
+    TEXTS,
+    explicit_keywords,
+    model_spec,
+    renamed_keyword,
+    run_settings,
+)
 from beam_embed.pipeline.common.records import DeadLetter
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.sources import DEAD, PrepareTexts
 
 __all__ = ["EmbedTexts"]
 
-ACCEPTED = ("poolings", *MODEL, *BATCHES, *TEXTS, "split", "progress_every")
+ACCEPTED = ("pooling", *MODEL, *BATCHES, *TEXTS, "split", "progress_every")
 
 
 class _ReadElements(beam.DoFn):
@@ -43,15 +52,16 @@ class EmbedTexts(beam.PTransform):
     Elements: a text; an `(id, text)` pair; a dict (or a `beam.Row`) with the text under
     `text_field` ("text") and the id under `id_field` ("id"), its other fields kept on the
     Embedding. Keywords: the run's settings of the same names (`beam-embed run --help`), with
-    the same checks: `model` (a preset, an export-model folder or a SavedModel), `poolings`
-    (a list, default the model's recommended), `normalize`, `max_seq_length`, `long_text`
+    the same checks: `model` (a preset, an export-model folder or a SavedModel), `pooling`
+    (one or a list, as --pooling; default the model's recommended; the earlier keyword
+    `poolings` still works, with a DeprecationWarning), `normalize`, `max_seq_length`, `long_text`
     ("truncate" or "chunk"), `batch_tokens`, `max_batch_size`, `precision`, `accelerator`,
     `encoder`, `preprocessor`, `elmo_signature`, `clean`, `split` ("sentences": one Embedding
     per sentence, ids `ID#sN`), `max_text_bytes`, `text_field`, `id_field`, `progress_every`
     (seconds between progress lines on stderr; default 0, none). A bad value raises the
     command line's ValueError; a keyword EmbedTexts does not take, a TypeError naming those it
-    does. The model is resolved here, before the pipeline runs; each worker process loads it
-    once.
+    does. The model is resolved here, before the pipeline runs, from its files (a preset
+    or an export-model folder loads no TensorFlow here); each worker process loads it once.
 
     An element that cannot be embedded (an empty text, one over max_text_bytes, a text that is
     not a string, an encoder failure) fails the pipeline with a message naming it; with
@@ -63,12 +73,21 @@ class EmbedTexts(beam.PTransform):
     results do. For windowed streams use `EmbeddingModelHandler` with RunInference, which
     batches per window."""
 
-    def __init__(self, model: str | None = None, poolings: list[str] | None = None,
-                 **settings):
+    @explicit_keywords
+    def __init__(self, model: str | None = None, pooling: str | Sequence[str] | None = None,
+                 *, normalize: bool | None = None, max_seq_length: int | None = None,
+                 long_text: str | None = None, batch_tokens: int | None = None,
+                 max_batch_size: int | None = None, precision: str | None = None,
+                 accelerator: str | None = None, encoder: str | None = None,
+                 preprocessor: str | None = None, elmo_signature: str | None = None,
+                 clean: bool | None = None, split: str | None = None,
+                 max_text_bytes: int | None = None, text_field: str | None = None,
+                 id_field: str | None = None, progress_every: float | None = None,
+                 poolings: Sequence[str] | None = None):
         super().__init__()
-        self.settings = run_settings("EmbedTexts", {"model": model, "poolings": poolings,
-                                                    **settings}, ACCEPTED,
-                                     renamed={"poolings": "pooling"}, progress_every=0.0)
+        given = {k: v for k, v in locals().items() if k in ACCEPTED}
+        given["pooling"] = renamed_keyword("EmbedTexts", "poolings", "pooling", poolings, pooling)
+        self.settings = run_settings("EmbedTexts", given, ACCEPTED, progress_every=0.0)
         self.spec = model_spec(self.settings)
         self._dead_letters = False
 
@@ -95,7 +114,7 @@ class EmbedTexts(beam.PTransform):
         prepared = (read.records | "PrepareTexts" >> beam.ParDo(PrepareTexts(s.clean, s.split))
                     .with_outputs(DEAD, main="records"))
         embedded = prepared.records | "EmbedRecords" >> EmbedRecords(
-            spec, s.batch_tokens, s.max_batch_size, s.progress_every)
+            spec, s.batch_tokens, s.max_batch_size, s.progress_every, library=True)
         embeddings = (embedded["batches"] | "ToEmbeddings" >> beam.FlatMap(embeddings_of)
                       .with_output_types(Embedding))
         dead = ((read[DEAD], prepared[DEAD], embedded["dead"])

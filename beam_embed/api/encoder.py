@@ -10,11 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from beam_embed.api.elements import prepared_text
-from beam_embed.api.keywords import MODEL, model_spec, run_settings
+from beam_embed.api.keywords import MODEL, explicit_keywords, model_spec, run_settings
 
 __all__ = ["TextEncoder", "load_encoder"]
 
-ACCEPTED = (*MODEL, "pooling", "clean", "max_text_bytes")
+ACCEPTED = (*MODEL, "pooling", "clean", "max_text_bytes")  # the run's names
 
 
 class TextEncoder:
@@ -35,6 +35,10 @@ class TextEncoder:
             spec = dataclasses.replace(self.spec, poolings=(pooling,))
             poolings = spec.parsed_poolings()  # a pooling the model lacks is refused here
             if not self._embedders:
+                from beam_embed.models.tf_import import import_tensorflow
+                from beam_embed.process.log import library_quiet_wanted
+
+                import_tensorflow(library_quiet_wanted())  # quietly, unless asked otherwise
                 found = spec.build()
             else:
                 from beam_embed.models.embedder import Embedder
@@ -83,11 +87,20 @@ class TextEncoder:
         return list(zip(found["labels"], found["words"][self.name]))
 
 
-def load_encoder(model: str | None = None, **settings) -> TextEncoder:
+@explicit_keywords
+def load_encoder(model: str | None = None, pooling: str | Sequence[str] | None = None, *,
+                 normalize: bool | None = None, max_seq_length: int | None = None,
+                 long_text: str | None = None, precision: str | None = None,
+                 accelerator: str | None = None, encoder: str | None = None,
+                 preprocessor: str | None = None, elmo_signature: str | None = None,
+                 clean: bool | None = None, max_text_bytes: int | None = None) -> TextEncoder:
     """The model `model` (a preset such as "minilm", an export-model folder or a SavedModel),
     with the run's model settings as keywords (`pooling`: the default poolings of `encode`,
     `normalize`, `max_seq_length`, `long_text`, `precision`, `accelerator`, `encoder`,
     `preprocessor`, `elmo_signature`, `clean`, `max_text_bytes`), checked as `beam-embed run`
-    checks its flags. The model loads at the first `encode`."""
-    given = run_settings("load_encoder", {"model": model, **settings}, ACCEPTED)
+    checks its flags. The model (and TensorFlow, without its start-up lines unless
+    BEAM_EMBED_VERBOSE=1 or TF_CPP_MIN_LOG_LEVEL 0/1 asks for them) loads at the first
+    `encode`."""
+    given = {k: v for k, v in locals().items() if k in ACCEPTED}
+    given = run_settings("load_encoder", given, ACCEPTED)
     return TextEncoder(model_spec(given), given)

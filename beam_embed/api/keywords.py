@@ -8,6 +8,9 @@ TypeError naming the ones it takes, never silently dropped.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import sys
 
 from beam_embed.pipeline.common.command_line import hint
 from beam_embed.pipeline.job.settings import RunSettings
@@ -31,6 +34,43 @@ def run_settings(owner: str, given: dict, accepted: tuple[str, ...],
     return RunSettings(**values)
 
 
+# Keywords the API spelled otherwise before it took the command line's names (still taken, with
+# a DeprecationWarning; left out of the names an unknown keyword's TypeError lists).
+EARLIER_NAMES = ("poolings", "formats")
+
+
+def renamed_keyword(owner: str, old: str, new: str, old_value, new_value):
+    """The value of keyword `new`, or of its earlier name `old` (with a DeprecationWarning):
+    one name for one setting, the command line's; a TypeError when both are given."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise TypeError(f"{owner}() got both {new}= and its earlier name {old}=; pass {new}=")
+    import warnings
+
+    warnings.warn(f"{owner}({old}=...) is now {owner}({new}=...), as the command line's "
+                  f"--{new}", DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+def explicit_keywords(function):
+    """`function` (a public constructor or function, with an explicit keyword signature, which
+    IDEs and `inspect.signature` show) refusing a keyword it does not take with a TypeError that
+    names the closest it does, and all of them, as check_keywords says it."""
+    parameters = inspect.signature(function).parameters
+    names = tuple(n for n, p in parameters.items() if n != "self" and p.kind in (
+        p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    owner = function.__qualname__.split(".")[0]
+    shown = tuple(n for n in names if n not in EARLIER_NAMES)
+
+    @functools.wraps(function)
+    def checked(*args, **keywords):
+        check_keywords(owner, {k: v for k, v in keywords.items() if k not in names}, shown)
+        return function(*args, **keywords)
+
+    return checked
+
+
 def check_keywords(owner: str, given, accepted: tuple[str, ...]) -> None:
     """A TypeError naming the first of `given` that `owner` does not take, and those it does."""
     unknown = [k for k in given if k not in accepted]
@@ -39,16 +79,59 @@ def check_keywords(owner: str, given, accepted: tuple[str, ...]) -> None:
                         f"{hint(unknown[0], accepted)} (it takes {', '.join(sorted(accepted))})")
 
 
+def _loads_tensorflow(settings: RunSettings) -> bool:
+    """Whether resolving `settings`' model loads TensorFlow: a SavedModel (a TF-Hub handle or
+    folder) is recognized by loading it, and a preset exported on first use is exported with
+    it; a preset already exported and an export-model folder are read without it."""
+    import os
+
+    from beam_embed.models.export_cache import export_path
+    from beam_embed.models.export_format import METADATA_FILE
+    from beam_embed.models.gcs_copy import local_copy
+    from beam_embed.models.presets import checkpoint_folder, load_presets
+    from beam_embed.models.spec import DEFAULT_MODEL
+
+    if "tensorflow" in sys.modules:
+        return False
+    if settings.encoder:
+        return True
+    model = settings.model or DEFAULT_MODEL
+    preset = load_presets().get(model)
+    if preset is not None:
+        if "checkpoint" not in preset:
+            return True
+        folder = export_path(checkpoint_folder(preset["checkpoint"]),
+                             preset.get("name", model))
+    elif model.startswith(("http://", "https://")):
+        return True
+    elif os.path.isdir(model) or model.startswith("gs://"):
+        folder = local_copy(model)
+    else:
+        return False  # refused by name when resolved
+    return not os.path.isfile(os.path.join(folder, METADATA_FILE))
+
+
 def model_spec(settings: RunSettings, threads: tuple[int, int] = (0, 0)):
     """The encoder's checked spec for `settings`, with the model's limits checked as `run`
     checks them before reading data (a --max_seq_length beyond the model's positions, a
-    --batch_tokens that cannot hold one full-length text)."""
+    --batch_tokens that cannot hold one full-length text). A preset or an export-model folder
+    is resolved from its files, without TensorFlow (the API's constructors leave the host
+    process as it was); a SavedModel needs TensorFlow to be recognized, which then loads here,
+    without its start-up lines unless the user asked for them."""
+    from beam_embed.models.export_format import recorded_positions
     from beam_embed.models.tf_import import import_tensorflow
     from beam_embed.pipeline.job.resolved import ResolvedRun, check_model_limits
+    from beam_embed.process.log import library_quiet_wanted
 
-    import_tensorflow()  # resolving a model may load TensorFlow: quietly
+    if _loads_tensorflow(settings):
+        import_tensorflow(library_quiet_wanted())
     spec = settings.encoder_spec(threads)
-    return check_model_limits(ResolvedRun(settings, spec), spec.max_positions()).encoder
+    positions = recorded_positions(spec.encoder) if spec.encoder else None
+    if positions is None:
+        if "tensorflow" not in sys.modules:
+            import_tensorflow(library_quiet_wanted())
+        positions = spec.max_positions()
+    return check_model_limits(ResolvedRun(settings, spec), positions).encoder
 
 
 def one_pooling(owner: str, spec, given: bool):

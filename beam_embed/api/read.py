@@ -45,6 +45,10 @@ def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
     from beam_embed.pipeline.common.shards import check_shards, check_unchanged, unverified
     from beam_embed.pipeline.common.vector_dtypes import read_back
 
+    if path.startswith("gs://"):
+        from beam_embed.process.gcs_auth import install_now
+
+        install_now()  # credentials found in one look, as the commands find them
     found = load_embedding_set(path.rstrip("/"))
     chosen = found.pooling(pooling)
     fmt = found.first_with("read_table")
@@ -52,7 +56,9 @@ def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
         raise ValueError(f"{found.manifest_path} lists no shards read_embeddings reads (formats "
                          f"{sorted(found.files)})")
     if fmt.tensorflow:
-        import_tensorflow()  # quietly
+        from beam_embed.process.log import library_quiet_wanted
+
+        import_tensorflow(library_quiet_wanted())  # quietly, unless asked otherwise
     checked = check_shards(found, fmt.name)
     if not checked.verified:
         LOGGER.warning("%s", unverified(found))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import textwrap
 
 # The reference's order: what a Beam user composes, what it returns, then the other doors.
 ORDER = ("EmbedTexts", "Embedding", "DeadLetter", "WriteEmbeddings", "read_embeddings",
@@ -21,12 +22,24 @@ PATH = os.path.join("docs", "api.md")
 
 
 def _signature(obj) -> str:
-    """The call's parameters, without annotations (the docstrings say what each takes)."""
+    """The call's parameters, without annotations (the docstrings say what each takes; the
+    package's type hints, py.typed, give them to type checkers and IDEs) and without the
+    earlier names still taken with a DeprecationWarning."""
+    from beam_embed.api.keywords import EARLIER_NAMES
+
     target = obj.__init__ if inspect.isclass(obj) else obj
     sig = inspect.signature(target)
     params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()
-              if not (inspect.isclass(obj) and p.name == "self")]
+              if not (inspect.isclass(obj) and p.name == "self") and p.name not in EARLIER_NAMES]
     return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+def _call(name: str, obj) -> str:
+    """`beam_embed.NAME(...)`, wrapped to the repository's line length in a code block."""
+    wrapped = textwrap.wrap(f"beam_embed.{name}{_signature(obj)}", width=96,
+                            subsequent_indent=" " * (len(name) + 12), break_long_words=False,
+                            break_on_hyphens=False)
+    return "```python\n" + "\n".join(wrapped) + "\n```"
 
 
 def _methods(cls) -> list[tuple[str, object]]:
@@ -45,7 +58,8 @@ def reference() -> str:
     for name in ORDER:
         obj = getattr(beam_embed, name)
         kind = "class" if inspect.isclass(obj) else "function"
-        parts.append(f"## {kind} `beam_embed.{name}{_signature(obj)}`\n\n{inspect.getdoc(obj)}\n")
+        parts.append(f"## {kind} `beam_embed.{name}`\n\n{_call(name, obj)}\n\n"
+                     f"{inspect.getdoc(obj)}\n")
         if inspect.isclass(obj):
             for method, member in _methods(obj):
                 shown = "" if isinstance(member, property) else _signature(member).replace(

@@ -19,17 +19,18 @@ import dataclasses
 import os
 import uuid
 import weakref
+from collections.abc import Sequence
 
 import apache_beam as beam
 
 from beam_embed.api.elements import Embedding
-from beam_embed.api.keywords import run_settings
+from beam_embed.api.keywords import explicit_keywords, renamed_keyword, run_settings
 from beam_embed.api.quiet import LOGGER
 from beam_embed.pipeline.common.records import EMPTY, DeadLetter, EmbeddedBatch, Record
 
 __all__ = ["WriteEmbeddings"]
 
-ACCEPTED = ("formats", "vector_dtype", "num_shards", "include_text", "metadata_fields",
+ACCEPTED = ("format", "vector_dtype", "num_shards", "include_text", "metadata_fields",
             "overwrite")
 BATCH = 512  # rows converted and written together, as an inference batch's most
 COMMAND = "WriteEmbeddings"
@@ -203,7 +204,8 @@ class WriteEmbeddings(beam.PTransform):
     files and manifest.json, so `beam-embed pca`, `search`, `eval`, `run --reuse` and
     `read_embeddings` read it.
 
-    Keywords, as the run's flags: `formats` (["parquet", "tfrecord"]), `vector_dtype`
+    Keywords, as the run's flags: `format` (one or a list, as --format; ["parquet",
+    "tfrecord"]; the earlier keyword `formats` still works, with a DeprecationWarning), `vector_dtype`
     ("float32", "float16", "int8" or "binary"), `num_shards` (0: the runner decides),
     `include_text` (True), `metadata_fields` (the Embeddings' fields written as string columns;
     none by default; one named like a column the run writes, `source` say, as `meta_source`),
@@ -217,16 +219,26 @@ class WriteEmbeddings(beam.PTransform):
     pipeline leaves the previous run untouched). Returns a PCollection holding `output` once
     published."""
 
-    def __init__(self, output: str, formats: list[str] | None = None,
-                 vector_dtype: str | None = None, calibration_texts: list[str] | None = None,
-                 **settings):
+    @explicit_keywords
+    def __init__(self, output: str, format: str | Sequence[str] | None = None, *,  # noqa: A002
+                 vector_dtype: str | None = None,
+                 calibration_texts: Sequence[str] | None = None, num_shards: int | None = None,
+                 include_text: bool | None = None,
+                 metadata_fields: Sequence[str] | None = None, overwrite: bool | None = None,
+                 formats: Sequence[str] | None = None):
         from beam_embed.pipeline.common.manifest import JOB
         from beam_embed.pipeline.common.staging import check_output
 
         super().__init__()
-        self.settings = run_settings(COMMAND, {"formats": formats, "vector_dtype": vector_dtype,
-                                               **settings}, ACCEPTED,
-                                     renamed={"formats": "format"}, output=output)
+        if output.startswith("gs://"):
+            from beam_embed.process.gcs_auth import install_now
+
+            install_now()  # credentials found in one look, as the commands find them
+        given = {k: v for k, v in locals().items() if k in ACCEPTED}
+        given["format"] = renamed_keyword(COMMAND, "formats", "format", formats, format)
+        if metadata_fields is not None:
+            given["metadata_fields"] = tuple(metadata_fields)
+        self.settings = run_settings(COMMAND, given, ACCEPTED, output=output)
         if self.settings.metadata_fields is None:  # the run's None means "from the input"
             self.settings = dataclasses.replace(self.settings, metadata_fields=())
         self._calibration = calibration_texts

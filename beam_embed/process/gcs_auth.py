@@ -138,3 +138,12 @@ def install() -> None:
         patch(module)
     elif not any(isinstance(f, _PatchOnLoad) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnLoad())
+
+
+def install_now() -> None:
+    """Beam's credentials look replaced at once, its auth module imported for it: what the
+    Python API does when a call is given a gs:// path (that call's wish for gs://), leaving no
+    import hook in the host process."""
+    import importlib
+
+    patch(importlib.import_module(BEAM_AUTH_MODULE))

@@ -69,6 +69,22 @@ def quiet_libraries(verbose: bool, keep_levels: bool = False) -> None:
 
 
 @contextlib.contextmanager
+def quiet_environment_while():
+    """QUIET_ENV's variables set inside the block where the process has none, and removed
+    after: a library read them when it loads (TensorFlow's C++ log level stays the one it read),
+    and the host process's environment is as it was."""
+    added = [key for key in QUIET_ENV if key not in os.environ]
+    for key in added:
+        os.environ[key] = QUIET_ENV[key]
+    try:
+        yield
+    finally:
+        for key in added:
+            if os.environ.get(key) == QUIET_ENV[key]:
+                del os.environ[key]
+
+
+@contextlib.contextmanager
 def _stderr_to(file):
     """File descriptor 2 (C++ and subprocess writes included) sent to `file`, then back."""
     sys.stderr.flush()

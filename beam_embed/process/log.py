@@ -54,6 +54,16 @@ def quiet_asked() -> bool:
     return os.environ.get(VERBOSE_ENV) == "0"
 
 
+def library_quiet_wanted() -> bool:
+    """What a library caller (the Python API, in a host process nothing of ours set up) asked
+    for: quiet TensorFlow unless BEAM_EMBED_VERBOSE=1, or TensorFlow's own
+    TF_CPP_MIN_LOG_LEVEL set to 0 or 1 (2 or 3 ask for quiet too)."""
+    if quiet_asked():
+        return True
+    return not is_verbose() and \
+        os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() not in ("0", "1")
+
+
 class _ToolLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         log(record.getMessage())

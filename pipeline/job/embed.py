@@ -29,7 +29,7 @@ from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
 from beam_embed.pipeline.job.threads import worker_threads
-from beam_embed.process.log import log
+from beam_embed.process.log import library_quiet_wanted, log
 from beam_embed.process.private_apis.beam import bundle_output
 
 
@@ -109,9 +109,10 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
     tag) are encoded at once."""
 
     def __init__(self, spec: EncoderSpec, progress_every_s: float = 5.0,
-                 share: float = 0.0, in_flight: int = 2):
+                 share: float = 0.0, in_flight: int = 2, library: bool = False):
         super().__init__()
         self._spec = spec
+        self._library = library  # in a library caller's pipeline (EmbedTexts), not a command's
         self._progress_every = progress_every_s
         self._share = share  # the records this worker is expected to embed (0: unknown)
         self._in_flight = max(1, in_flight)
@@ -120,7 +121,9 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         self._pool = None
 
     def load_model(self):
-        import_tensorflow()  # local worker processes inherit the launcher's quiet setting
+        # local worker processes inherit the launcher's quiet setting; a library caller's
+        # pipeline has none, and TensorFlow is quiet there unless the user asks for its lines
+        import_tensorflow(library_quiet_wanted() if self._library else None)
         return self._spec_here().build()
 
     def _spec_here(self) -> EncoderSpec:
@@ -237,9 +240,10 @@ class EmbedRecords(beam.PTransform):
     """Outputs `batches` (EmbeddedBatch) and `dead` (records the encoder could not take)."""
 
     def __init__(self, spec: EncoderSpec, batch_tokens: int = 16384, max_batch_size: int = 512,
-                 progress_every_s: float = 5.0, share: float = 0.0):
+                 progress_every_s: float = 5.0, share: float = 0.0, library: bool = False):
         super().__init__()
         self._share = share
+        self._library = library
         self._spec = spec
         self._batch_tokens = batch_tokens
         self._max_batch_size = max_batch_size
@@ -252,6 +256,7 @@ class EmbedRecords(beam.PTransform):
                        max_batch_weight=self._batch_tokens, element_size_fn=estimated_tokens)
                    | "TagBundles" >> beam.ParDo(_TagBundles())
                    | "RunInference" >> RunInference(
-                       EncoderHandler(self._spec, self._progress, self._share))
+                       EncoderHandler(self._spec, self._progress, self._share,
+                                      library=self._library))
                    | "SplitResults" >> beam.ParDo(_Split()).with_outputs("dead", main="batches"))
         return {"batches": results.batches, "dead": results.dead}

@@ -24,7 +24,7 @@ def embedded(tiny_export):
     collected = Collected()
     with test_pipeline.TestPipeline() as p:
         good, bad = (p | beam.Create(elements())
-                     | EmbedTexts(model=tiny_export, poolings=POOLINGS, **SETTINGS)
+                     | EmbedTexts(model=tiny_export, pooling=POOLINGS, **SETTINGS)
                      .with_exception_handling())
         collected.of(good, "Good")
         collected.of(bad, "Bad")
@@ -62,7 +62,7 @@ def test_every_element_form(tiny_export):
                                                                   "n": [1, 2]},
                                       beam.Row(id="row", text="the bank", year=1999),
                                       {"body": "x", "key": 1}, 3.5])
-                     | EmbedTexts(model=tiny_export, poolings=["mean"]).with_exception_handling())
+                     | EmbedTexts(model=tiny_export, pooling=["mean"]).with_exception_handling())
         collected.of(good, "Good")
         collected.of(bad, "Bad")
     found = {e.id: e for e in collected[good]}
@@ -74,7 +74,7 @@ def test_every_element_form(tiny_export):
                        "dict with a 'text' field", "missing text field 'text'"]
     with test_pipeline.TestPipeline() as p:  # the fields named otherwise
         named = (p | beam.Create([{"body": "the cat", "key": "c1"}])
-                 | EmbedTexts(model=tiny_export, poolings=["mean"], text_field="body",
+                 | EmbedTexts(model=tiny_export, pooling=["mean"], text_field="body",
                               id_field="key"))
         collected.of(named)
     (e,) = collected[named]
@@ -85,14 +85,14 @@ def test_a_bad_element_fails_the_pipeline_naming_it(tiny_export):
     with pytest.raises(Exception, match=r"id 'r5' \(empty text; .*with_exception_handling"):
         with test_pipeline.TestPipeline() as p:
             _ = (p | beam.Create([{"id": "r1", "text": "the cat"}, {"id": "r5", "text": "  "}])
-                 | EmbedTexts(model=tiny_export, poolings=["mean"]))
+                 | EmbedTexts(model=tiny_export, pooling=["mean"]))
 
 
 def test_sentences_are_split_as_the_run_splits_them(tiny_export):
     collected = Collected()
     with test_pipeline.TestPipeline() as p:
         out = (p | beam.Create([("d", "The cat sat. A dog ran!")])
-               | EmbedTexts(model=tiny_export, poolings=["mean"], split="sentences"))
+               | EmbedTexts(model=tiny_export, pooling=["mean"], split="sentences"))
         collected.of(out)
     assert sorted((e.id, e.text) for e in collected[out]) == [("d#s0", "The cat sat."),
                                                               ("d#s1", "A dog ran!")]
@@ -108,7 +108,7 @@ def test_a_stream_is_embedded_as_a_batch_is(tiny_export, embedded):
     collected = Collected()
     with test_pipeline.TestPipeline(options=options) as p:
         good, bad = (p | stream
-                     | EmbedTexts(model=tiny_export, poolings=POOLINGS, **SETTINGS)
+                     | EmbedTexts(model=tiny_export, pooling=POOLINGS, **SETTINGS)
                      .with_exception_handling())
         collected.of(good, "Good")
         collected.of(bad, "Bad")
@@ -126,4 +126,4 @@ def test_windowed_input_is_refused_with_the_way_out(tiny_export):
     with pytest.raises(ValueError, match="globally windowed input.*EmbeddingModelHandler"):
         with test_pipeline.TestPipeline() as p:
             _ = (p | beam.Create(["a"]) | beam.WindowInto(beam.window.FixedWindows(10))
-                 | EmbedTexts(model=tiny_export, poolings=["mean"]))
+                 | EmbedTexts(model=tiny_export, pooling=["mean"]))

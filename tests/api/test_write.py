@@ -47,7 +47,7 @@ def _listed(out: str) -> list[str]:
 def _write(tiny_export, out: str, items=None, **keywords) -> None:
     with test_pipeline.TestPipeline() as p:
         _ = (p | beam.Create(elements() if items is None else items)
-             | EmbedTexts(model=tiny_export, poolings=POOLINGS, **SETTINGS)
+             | EmbedTexts(model=tiny_export, pooling=POOLINGS, **SETTINGS)
              .with_exception_handling()
              | WriteEmbeddings(out, metadata_fields=["topic"], **keywords))
 
@@ -103,24 +103,24 @@ def test_an_existing_run_is_refused_before_the_pipeline_and_replaced_with_overwr
     with pytest.raises(ValueError, match=r"holds a previous run .*pass --overwrite"):
         WriteEmbeddings(written)
     out = str(tmp_path / "out")
-    _write(tiny_export, out, formats=["parquet"])
-    _write(tiny_export, out, items=elements()[:2], formats=["parquet"], overwrite=True)
+    _write(tiny_export, out, format=["parquet"])
+    _write(tiny_export, out, items=elements()[:2], format=["parquet"], overwrite=True)
     assert sorted(parquet_rows(out)) == ["r1", "r2"]
     assert sorted(os.listdir(out)) == _listed(out)
 
 
 def test_a_failed_write_leaves_the_previous_run(tiny_export, tmp_path):
     out = str(tmp_path / "out")
-    _write(tiny_export, out, formats=["parquet"])
+    _write(tiny_export, out, format=["parquet"])
     with open(os.path.join(out, "manifest.json")) as f:
         before = f.read()
     # a plain text has no id, which every row needs: the write fails after its claim
     with pytest.raises(Exception, match=r"of 'a plain text' has none: give EmbedTexts"):
-        _write(tiny_export, out, items=["a plain text"], formats=["parquet"], overwrite=True)
+        _write(tiny_export, out, items=["a plain text"], format=["parquet"], overwrite=True)
     with open(os.path.join(out, "manifest.json")) as f:
         assert f.read() == before
     assert sorted(parquet_rows(out)) == ["r1", "r2", "r3", "r4"]
-    _write(tiny_export, out, items=elements()[:1], formats=["parquet"], overwrite=True)
+    _write(tiny_export, out, items=elements()[:1], format=["parquet"], overwrite=True)
     assert sorted(parquet_rows(out)) == ["r1"]
     assert sorted(os.listdir(out)) == _listed(out)
 
@@ -129,12 +129,12 @@ def test_the_claim_of_a_failed_write_is_named_and_taken_over_with_overwrite(tiny
                                                                            tmp_path):
     out = str(tmp_path / "out")
     with pytest.raises(Exception, match=r"has none: give EmbedTexts"):
-        _write(tiny_export, out, items=["a plain text"], formats=["parquet"])
+        _write(tiny_export, out, items=["a plain text"], format=["parquet"])
     assert os.path.exists(os.path.join(out, CLAIM))  # held, as a killed run's is
     with pytest.raises(Exception, match=r"claimed by an earlier WriteEmbeddings of this process "
                                         r"that did not finish.*overwrite=True"):
-        _write(tiny_export, out, items=elements()[:1], formats=["parquet"])
-    _write(tiny_export, out, items=elements()[:1], formats=["parquet"], overwrite=True)
+        _write(tiny_export, out, items=elements()[:1], format=["parquet"])
+    _write(tiny_export, out, items=elements()[:1], format=["parquet"], overwrite=True)
     assert sorted(parquet_rows(out)) == ["r1"]
     assert sorted(os.listdir(out)) == _listed(out)
 
@@ -155,10 +155,16 @@ def test_int8_needs_texts_to_calibrate_on_and_reads_back_within_half_a_step(tiny
 
 
 def test_keywords_and_a_write_without_embed_texts(tiny_export, tmp_path):
-    with pytest.raises(TypeError, match=r"'format'; did you mean formats\?"):
-        WriteEmbeddings(str(tmp_path / "a"), format=["parquet"])
+    with pytest.raises(TypeError, match=r"'formst'; did you mean format\?"):
+        WriteEmbeddings(str(tmp_path / "a"), formst=["parquet"])
     with pytest.raises(ValueError, match=r"unknown --format 'csv'"):
-        WriteEmbeddings(str(tmp_path / "a"), formats=["csv"])
+        WriteEmbeddings(str(tmp_path / "a"), format=["csv"])
+    with pytest.warns(DeprecationWarning, match=r"WriteEmbeddings\(formats=...\) is now "
+                                                r"WriteEmbeddings\(format=...\)"):
+        earlier = WriteEmbeddings(str(tmp_path / "a"), formats=["parquet"])
+    assert earlier.settings.format == ("parquet",)
+    with pytest.raises(TypeError, match="both format= and its earlier name formats="):
+        WriteEmbeddings(str(tmp_path / "a"), format="parquet", formats=["parquet"])
     with pytest.raises(ValueError, match="found no EmbedTexts upstream"):
         with test_pipeline.TestPipeline() as p:
             _ = p | beam.Create([1]) | WriteEmbeddings(str(tmp_path / "b"))
