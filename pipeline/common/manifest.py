@@ -24,7 +24,7 @@ from typing import ClassVar
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.buckets import refuse_missing_bucket
-from beam_embed.pipeline.common.errors import one_line
+from beam_embed.pipeline.common.errors import IncompleteInput, one_line
 
 MANIFEST = "manifest.json"
 PREFIX = "embeddings"
@@ -76,7 +76,8 @@ def _write_json(folder: str, data: dict) -> None:
 
 def _read_json(folder: str) -> tuple[dict, str]:
     """`folder`'s manifest as JSON, and the SHA-256 (hex) of the bytes it was read from; a
-    ValueError in one line when the folder holds none."""
+    ValueError in one line when the folder holds none; an IncompleteInput (a damaged input
+    file) when it holds something that is not a JSON object."""
     path = FileSystems.join(folder, MANIFEST)
     if not FileSystems.exists(path):
         refuse_missing_bucket(folder)  # no manifest there: a bucket that does not exist says so
@@ -86,9 +87,50 @@ def _read_json(folder: str) -> tuple[dict, str]:
     with FileSystems.open(path) as f:
         raw = f.read()
     try:
-        return json.loads(raw), hashlib.sha256(raw).hexdigest()
+        data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e})") from e
+        raise IncompleteInput(f"{path} is not valid JSON ({e}): it is damaged; rerun the job "
+                              "that wrote it") from e
+    if not isinstance(data, dict):
+        raise IncompleteInput(f"{path} holds {_json_kind(data)}, not the JSON object a run "
+                              "writes: it is damaged or not a manifest; rerun the job that "
+                              "wrote it")
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def _json_kind(value) -> str:
+    """What a JSON value is, for messages: 'a JSON list', 'null', ..."""
+    if value is None:
+        return "null"
+    kinds = {bool: "a JSON boolean", str: "a JSON string", list: "a JSON list",
+             dict: "a JSON object", int: "a JSON number", float: "a JSON number"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+# The shapes of the job manifest's keys its readers index into: a key holding anything else
+# (hand-edited, another tool's file) is said naming it, not met as an AttributeError later.
+_SHAPES = {"model": dict, "poolings": list, "files": dict, "rows": dict, "counts": dict,
+           "digests": dict, "errors_files": list, "metadata_columns": list}
+
+
+def _check_shapes(path: str, data: dict) -> None:
+    for key, kind in _SHAPES.items():
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise IncompleteInput(f"{path}: {key!r} holds {_json_kind(value)}, expected "
+                                  f"{_json_kind(kind())}; the manifest is damaged: rerun the "
+                                  "job that wrote it")
+    for i, entry in enumerate(data.get("poolings") or ()):
+        if not isinstance(entry, dict) or not isinstance(entry.get("width"), int) \
+                or isinstance(entry.get("width"), bool) or entry["width"] < 1:
+            raise IncompleteInput(f"{path}: poolings[{i}] is {json.dumps(entry)[:80]}, "
+                                  "expected an object with a positive integer 'width'; the "
+                                  "manifest is damaged: rerun the job that wrote it")
+    for fmt, names in (data.get("files") or {}).items():
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise IncompleteInput(f"{path}: files[{fmt!r}] holds {_json_kind(names)}, "
+                                  "expected a list of file names; the manifest is damaged: "
+                                  "rerun the job that wrote it")
 
 
 def manifest_sha256(folder: str) -> str | None:
@@ -304,6 +346,7 @@ class JobManifest:
         if "poolings" not in data or "model" not in data:
             raise ValueError(f"{path} is not an embedding job's manifest (it has no poolings or "
                              "model); give the output folder of a finished `beam-embed run`")
+        _check_shapes(path, data)
         version = data.get("format_version")
         if version not in JOB_MANIFEST_VERSIONS:
             raise ValueError(f"{path}: format_version {version!r} is not supported; "

@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
+from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.common.vectors import vector_matrix
 
@@ -120,6 +121,11 @@ class StoredVectors:
     def stored_of_bytes(self, values: list[bytes]) -> np.ndarray:
         """TFRecord bytes features (one per vector) -> the stored values."""
         numpy = {"float16": "<f2", "int8": np.int8, "binary": np.uint8}[self.dtype]
+        wrong = next((len(v) for v in values if len(v) != self.byte_width), None)
+        if wrong is not None:
+            raise IncompleteInput(f"a stored {self.dtype} vector holds {wrong} bytes, but its "
+                                  f"run's manifest gives width {self.width} ({self.byte_width} "
+                                  "bytes): the manifest does not describe these shards")
         rows = np.frombuffer(b"".join(values), numpy)
         return rows.reshape(len(values), -1)
 
@@ -127,7 +133,11 @@ class StoredVectors:
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
               name: str = "vector") -> np.ndarray:
     """A stored vector column as float32 [rows, width]: float32 viewed in Arrow's buffer
-    (beam_embed.pipeline.common.vectors), the other dtypes decoded."""
+    (beam_embed.pipeline.common.vectors), the other dtypes decoded. A column whose vectors
+    are not `stored`'s type and width (a manifest that does not describe its shards) is an
+    IncompleteInput: read at another width, its values would be split into more (or fewer)
+    vectors than there are records."""
+    _check_width(column.type, stored, name)
     if stored.dtype in ("float32", "float16"):
         return stored.decode(vector_matrix(column, stored.width, name))
     if isinstance(column, pa.ChunkedArray):
@@ -138,3 +148,15 @@ def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
     raw = np.frombuffer(column.buffers()[1], np.uint8, count=len(column) * size,
                         offset=column.offset * size).reshape(len(column), size)
     return stored.decode(raw.view(np.int8) if stored.dtype == "int8" else raw)
+
+
+def _check_width(found: pa.DataType, stored: StoredVectors, name: str) -> None:
+    expected = stored.arrow_type()
+    if pa.types.is_fixed_size_list(found) and pa.types.is_fixed_size_list(expected):
+        same = found.list_size == expected.list_size and found.value_type == expected.value_type
+    else:
+        same = found == expected
+    if not same:
+        raise IncompleteInput(f"column {name!r} holds {found} vectors, but its run's manifest "
+                              f"gives {stored.dtype} vectors of width {stored.width} ({expected}):"
+                              " the manifest does not describe these shards; rerun the job")

@@ -72,7 +72,6 @@ def evaluate(found, embedder, datasets: list, batch_size: int, dtypes=()) -> lis
     embed.Candidate); `dtypes`: the --vector-dtype values given (none: float32, no dtype key)."""
     from beam_embed.pipeline.common.vector_dtypes import stored_as
     from beam_embed.pipeline.evaluate.embed import embed_texts
-    from beam_embed.pipeline.evaluate.metrics import cosine, pearson, spearman, triplet_accuracy
 
     vectors = embed_texts(embedder, [t for d in datasets for t in d.texts()], batch_size)
     rows, start = [], 0
@@ -87,15 +86,55 @@ def evaluate(found, embedder, datasets: list, batch_size: int, dtypes=()) -> lis
                 stored = stored_as(dtype, vectors[column])
                 v = stored.decode(stored.encode(v))
                 row["vector_dtype"] = dtype
-            if isinstance(data, Pairs):
-                sims = cosine(v[:n], v[n:])
-                row.update(task="pairs", spearman=spearman(sims, data.scores),
-                           pearson=pearson(sims, data.scores))
-            else:
-                row.update(task="triplets", accuracy=triplet_accuracy(v[:n], v[n:2 * n], v[2 * n:]))
+            row.update(_pairs(v, data) if isinstance(data, Pairs) else _triplets(v, n))
             rows.append(row)
         start += len(data.texts())
     return rows
+
+
+def _pairs(v, data: Pairs) -> dict:
+    """The pairs' correlations; None, with a note saying why, where either side is constant
+    (a correlation with a constant is not defined: numpy would say nan)."""
+    from beam_embed.pipeline.evaluate.metrics import constant, cosine, pearson, spearman
+
+    n = len(data)
+    sims = cosine(v[:n], v[n:])
+    note = None
+    if constant(data.scores):
+        note = (f"every pair's gold score is {data.scores[0]:g}: no correlation is defined; "
+                "give pairs of different scores")
+    elif constant(sims):
+        note = (f"every pair's cosine is {sims[0]:.4f}: these vectors do not tell the pairs "
+                "apart (identical sentences in each pair, or a --vector-dtype too coarse for "
+                "them), so no correlation is defined")
+    if note:
+        return {"task": "pairs", "spearman": None, "pearson": None, "note": note}
+    return {"task": "pairs", "spearman": spearman(sims, data.scores),
+            "pearson": pearson(sims, data.scores)}
+
+
+def _triplets(v, n: int) -> dict:
+    """The triplets' accuracy and its ties (a tie is a miss); None, with a note, when every
+    triplet ties: the vectors rank none of them."""
+    from beam_embed.pipeline.evaluate.metrics import triplet_accuracy, triplet_ties
+
+    query, positive, negative = v[:n], v[n:2 * n], v[2 * n:]
+    ties = triplet_ties(query, positive, negative)
+    row = {"task": "triplets", "accuracy": triplet_accuracy(query, positive, negative),
+           "ties": ties}
+    if ties == n:
+        row.update(accuracy=None, note=f"all {n} triplets tie: the positive and the negative "
+                                       "score the same cosine with the query (identical texts, "
+                                       "or a --vector-dtype too coarse for them), so these "
+                                       "vectors rank none of them")
+    elif ties:
+        row["note"] = f"{ties} of {n} triplets tie (the positive and the negative score the " \
+                      "same cosine), counted as misses"
+    return row
+
+
+def _cell(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def format_table(rows: list[dict]) -> str:
@@ -108,11 +147,15 @@ def format_table(rows: list[dict]) -> str:
         dtype = ("dtype",) if any("vector_dtype" in r for r in picked) else ()
         header = ("model", "pooling", *dtype, task, *metrics)
         cells = [header] + [(r["model"], r["pooling"], *(r["vector_dtype"] for _ in dtype),
-                             str(r["n"]), *(f"{r[m]:.4f}" for m in metrics)) for r in picked]
+                             str(r["n"]), *(_cell(r[m]) for m in metrics)) for r in picked]
         widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
         lines = ["  ".join(c.ljust(w) if i < 2 + len(dtype) else c.rjust(w) for i, (c, w) in
                            enumerate(zip(row, widths))) for row in cells]
-        blocks.append("\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]))
+        notes = [f"note: {r['model']} {r['pooling']}"
+                 f"{' ' + r['vector_dtype'] if dtype else ''}: {r['note']}"
+                 for r in picked if r.get("note")]
+        blocks.append("\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:],
+                                 *notes]))
     return "\n\n".join(blocks)
 
 

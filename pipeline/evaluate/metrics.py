@@ -39,3 +39,16 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 def triplet_accuracy(query: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> float:
     """Share of triplets with cos(query, positive) > cos(query, negative), strictly."""
     return float(np.mean(cosine(query, positive) > cosine(query, negative)))
+
+
+def constant(x: np.ndarray) -> bool:
+    """All values equal, to the rounding a cosine carries (identical texts' cosines differ in
+    the last bits): no correlation with them means anything."""
+    x = np.asarray(x, np.float64)
+    return bool(np.ptp(x) <= 1e-9 * max(1.0, float(np.abs(x).max()))) if len(x) else True
+
+
+def triplet_ties(query: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> int:
+    """Triplets whose positive and negative score the same cosine with the query (counted as
+    misses by triplet_accuracy)."""
+    return int(np.sum(cosine(query, positive) == cosine(query, negative)))

@@ -123,6 +123,33 @@ def config_argv(path: str, known: set[str], config: dict | None = None) -> list[
     return argv
 
 
+# Beam's flags with two names for one option
+_ALIASES = {"extra_package": "extra_packages", "extra_packages": "extra_package"}
+# A model named on the command line replaces the whole model a config names: its encoder and
+# preprocessor handles (which would otherwise override --model) are the config's model's.
+_REPLACED_WITH = {"model": ("encoder", "preprocessor")}
+
+
+def _named(cli: list[str]) -> set[str]:
+    """The keys the command line gives a value (a flag's underscored name; `--no-x` names x)."""
+    names = set()
+    for token in cli:
+        if token.startswith("--") and len(token) > 2:
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            names |= {name, name.removeprefix("no_"), _ALIASES.get(name, name)}
+    return names
+
+
+def without_overridden(config: dict, cli: list[str]) -> dict:
+    """The config's keys that the command line does not give: a flag given on the command line
+    replaces its key, a list (--input, --extra_package) included, not added to it; --model
+    replaces the config's encoder and preprocessor too."""
+    named = _named(cli)
+    replaced = {k for n in named for k in _REPLACED_WITH.get(n, ())} - named
+    return {k: v for k, v in config.items()
+            if (key := str(k).replace("-", "_")) not in named and key not in replaced}
+
+
 class _JobParser(argparse.ArgumentParser):
     def error(self, message):  # a value argparse refuses: one line (a FlagError), no exit
         raise FlagError(message)
@@ -135,7 +162,7 @@ class JobArgv:
     or flag unknown to Beam too)."""
     argv: tuple[str, ...]  # without --config
     config_path: str | None
-    config: dict  # the --config file's keys, in its order
+    config: dict  # the --config file's keys, in its order, less those the command line gives
     config_argv: tuple[str, ...]  # the job's own keys as flags (every key, in the plain case)
     beam_keys: tuple[str, ...]  # config keys that are not the job's own (Beam's, or unknown)
     settings: RunSettings | None
@@ -162,7 +189,7 @@ def read_job_argv(argv: list[str], tentative: bool = False) -> JobArgv:
         add_help=False, allow_abbrev=False)
     pre.add_argument("--config")
     pre_args, cli = pre.parse_known_args(argv)
-    config = read_config(pre_args.config) if pre_args.config else {}
+    config = without_overridden(read_config(pre_args.config), cli) if pre_args.config else {}
     parser = _JobParser(add_help=False, allow_abbrev=False)
     own = add_job_flags(parser)
     mine = {k: v for k, v in config.items() if "--" + k.replace("-", "_") in own}

@@ -50,6 +50,10 @@ class Fields:
         """A record from a dict-like row (JSON object, CSV row, Parquet row, Example)."""
         default_id = f"{path}:{n}"
         rid = row.get(self.id) if self.id else default_id
+        if isinstance(rid, (list, tuple, dict)):  # no one string names the record
+            kind = "an object" if isinstance(rid, dict) else f"a list of {len(rid)} values"
+            return DeadLetter.of(default_id, path, f"id field {self.id!r} is {kind}, not a "
+                                 "single value", metadata_text(rid))
         rid = default_id if rid is None else field_text(rid)
         text = row.get(self.text)
         if text is None:
@@ -182,7 +186,18 @@ def _header(f, delimiter: str) -> list[str] | None:
         text.detach()  # the caller closes the file
 
 
+def _allow_fields_of(max_bytes: int) -> None:
+    """Lets csv read a field as long as the longest text a run embeds (csv's own limit is
+    131,072 characters): a longer one is still a dead letter, saying it is over the limit.
+    csv's limit is the process's, so it is only ever raised, never lowered: a limit another
+    reader in this process set stays in force for what it reads."""
+    wanted = max_bytes + 1  # a text of more bytes is read to be said over --max_text_bytes
+    if csv.field_size_limit() < wanted:
+        csv.field_size_limit(wanted)
+
+
 def _read_delimited(path: str, f, fields: Fields, delimiter: str) -> Iterator[Item]:
+    _allow_fields_of(fields.max_bytes)
     # utf-8-sig: a byte-order mark would otherwise become part of the first header name
     text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
     reader = csv.reader(text, delimiter=delimiter)
@@ -198,7 +213,10 @@ def _read_delimited(path: str, f, fields: Fields, delimiter: str) -> Iterator[It
             return
         except csv.Error as e:
             n = reader.line_num
-            yield DeadLetter.of(f"{path}:{n}", path, f"malformed CSV row ({e})")
+            why = (f"a field is over --max-text-bytes={fields.max_bytes}" if
+                   str(e).startswith("field larger than field limit") else
+                   f"malformed CSV row ({e})")
+            yield DeadLetter.of(f"{path}:{n}", path, why)
             continue
         n = reader.line_num
         if len(values) != len(header):

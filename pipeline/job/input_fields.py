@@ -6,7 +6,8 @@ against them. What the flags leave unset is then decided from them, the same way
 format with named fields:
 
 - the id: without --id_field, a field named `id` (in any file) is the id; records without one
-  get `path:line` ids, as without any id field;
+  get `path:line` ids, as without any id field; a record whose id is a list or an object is a
+  dead letter saying so;
 - the metadata: without --metadata_fields, every other field that holds single values (text,
   numbers, booleans) in the files' first records (their schema for Parquet and CSV) is carried
   as a string column, in the order first seen; `--metadata_fields ''` carries none. Fields that
@@ -55,7 +56,9 @@ def with_input_fields(run, files):
     found = check_columns(list(files), s.input_format, run.fields())
     _check_sampled_metadata(given, found)
     id_field = s.id_field
-    if id_field is None and any(DEFAULT_ID in f.scalar for f in found):
+    # a field named `id` is the id even when some first records hold a list there: those
+    # records are dead letters saying so, the others keep their ids
+    if id_field is None and any(DEFAULT_ID in f.names for f in found):
         id_field = DEFAULT_ID
     metadata = s.metadata_fields
     if metadata is None:

@@ -114,7 +114,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     folder = folder.rstrip("/")
     try:
         previous, manifest_sha256 = JobManifest.read_hashed(folder)
-    except ValueError as e:
+    except (ValueError, IncompleteInput) as e:  # refused as its damaged shards are
         raise _refused(folder, str(e)) from e
     if previous.granularity != "sentence" or base.granularity != "sentence":
         raise _refused(folder, "reuse copies sentence vectors; token granularity has none "

@@ -17,7 +17,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.embedding_set import EmbeddingSet, load_embedding_set
+from beam_embed.pipeline.common.embedding_set import (
+    BASE_TYPES,
+    EmbeddingSet,
+    load_embedding_set,
+)
 from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.literal_paths import matching
 from beam_embed.pipeline.common.manifest import (
@@ -166,7 +170,11 @@ def _check_color_by(color_by: str, es: EmbeddingSet) -> None:
     if color_by in choices:
         return
     message = f"unknown --color-by {color_by!r}; expected one of {choices}"
-    if color_by not in es.columns:
+    own = {*BASE_TYPES, *(p.column for p in es.poolings), *(p.name for p in es.poolings)}
+    if color_by in own:  # `run` refuses to carry a field under one of its own columns' names
+        message += (f"; {color_by!r} is a column `beam-embed run` writes itself, one value per "
+                    "record, not a field it carries as a group")
+    elif color_by not in es.columns:
         carried = ",".join((*es.metadata_columns, color_by))
         message += (f"; a field of the input is a column when the run carries it: run "
                     f"`beam-embed run` again with --metadata_fields {carried}")

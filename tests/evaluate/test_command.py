@@ -114,3 +114,51 @@ def test_without_files_the_sample_pairs_are_scored_and_nothing_is_written(
     assert (row["file"], row["n"], row["task"]) == ("(the sample pairs)", 300, "pairs")
     assert -1 <= row["spearman"] <= 1
     assert list(tmp_path.iterdir()) == []  # no output/sample/pairs.tsv in the user's folder
+
+
+def _strict_json(text: str):
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_degenerate_pairs_say_why_no_correlation_is_defined(tiny_export, tmp_path, capsys):
+    same = tmp_path / "same.tsv"  # identical sentences: every cosine is 1
+    same.write_text("".join(f"{s}\t{a}\t{a}\n" for s, a, _ in PAIRS))
+    flat = tmp_path / "flat.tsv"  # one gold score for every pair
+    flat.write_text("".join(f"3.0\t{a}\t{b}\n" for _, a, b in PAIRS))
+    for path, why in [(same, "every pair's cosine is 1.0000: these vectors do not tell the "
+                             "pairs apart"),
+                      (flat, "every pair's gold score is 3: no correlation is defined")]:
+        code, out, _ = _run(capsys, "--pairs", str(path), "--model", tiny_export,
+                            "--vector-dtype", "float32,binary")
+        assert code == 0 and "nan" not in out and "0.0000" not in out
+        rows = [line.split() for line in out.splitlines()[2:4]]
+        assert [r[-2:] for r in rows] == [["n/a", "n/a"]] * 2
+        notes = [line for line in out.splitlines() if line.startswith("note: ")]
+        assert [n.split(":")[1].split()[-1] for n in notes] == ["float32", "binary"]
+        assert all(why in n for n in notes)
+        code, out, _ = _run(capsys, "--pairs", str(path), "--model", tiny_export, "--json")
+        [row] = _strict_json(out)
+        assert row["spearman"] is None and row["pearson"] is None and why in row["note"]
+
+
+def test_triplets_that_tie_are_said(tiny_export, tiny_checkpoint, tmp_path, capsys):
+    ties = tmp_path / "ties.tsv"  # the positive is the negative: every cosine ties
+    ties.write_text("".join(f"{q}\t{p}\t{p}\n" for q, p, _ in TRIPLETS))
+    code, out, _ = _run(capsys, "--triplets", str(ties), "--model", tiny_export,
+                        "--vector-dtype", "float32,binary")
+    assert code == 0 and "0.0000" not in out and "nan" not in out
+    assert out.count("n/a") == 2 and out.count(f"all {len(TRIPLETS)} triplets tie") == 2
+    some = tmp_path / "some.tsv"  # one triplet of four ties; the rest are scored
+    some.write_text("".join(f"{q}\t{p}\t{p if i == 1 else n}\n"
+                            for i, (q, p, n) in enumerate(TRIPLETS)))
+    code, out, _ = _run(capsys, "--triplets", str(some), "--model", tiny_export, "--json")
+    [row] = _strict_json(out)
+    weights = tiny_checkpoint[1]
+    q, p, n = (reference_vectors(weights, [t[i] for t in TRIPLETS])["cls"] for i in range(3))
+    wins = _cos(q, p) > _cos(q, n)
+    wins[1] = False  # the tie: a miss
+    assert row["ties"] == 1 and row["accuracy"] == pytest.approx(wins.mean())
+    assert row["note"] == "1 of 4 triplets tie (the positive and the negative score the same " \
+                          "cosine), counted as misses"

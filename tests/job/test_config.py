@@ -62,6 +62,43 @@ def test_config_file_with_flag_overrides(tiny_export, corpus, tmp_path):
     assert "text" not in next(iter(parquet_rows(out).values()))
 
 
+def test_command_line_input_replaces_the_configs_list(tiny_export, corpus, tmp_path, capsys):
+    """The config's own corpus is not embedded beside the one the command line names, and the
+    dry run checks the one the command line names."""
+    other = write_lines(str(tmp_path / "other.txt"), ["money is big", "the river bank", "a boat"])
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(f"model: {tiny_export}\ninput: [{corpus}]\nformat: parquet\n")
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--config", str(cfg), "--input", other)
+    assert sorted(parquet_rows(out)) == [f"{other}:{n}" for n in (1, 2, 3)]
+    assert manifest["counts"]["read"] == 3
+    capsys.readouterr()
+    missing = str(tmp_path / "missing.txt")
+    assert main(["--config", str(cfg), "--input", missing, "--output", str(tmp_path / "o"),
+                 "--dry-run"]) == 2
+    assert f"--input {missing!r} matches no file" in capsys.readouterr().err
+
+
+def test_command_line_model_beats_the_configs_encoder(tiny_export, corpus, tmp_path):
+    """The config's encoder and preprocessor (which would override --model) are its model's:
+    --model on the command line replaces them."""
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(f"encoder: {tmp_path / 'no-such-encoder'}\n"
+                   f"preprocessor: {tmp_path / 'no-such-preprocessor'}\n"
+                   f"input: [{corpus}]\nformat: parquet\n")
+    manifest = run_job(str(tmp_path / "out"), "--config", str(cfg), "--model", tiny_export)
+    assert manifest["model"]["encoder"] == os.path.join(tiny_export, "encoder")
+
+
+def test_a_repeated_beam_flag_replaces_the_configs_list(tmp_path):
+    from beam_embed.pipeline.job.beam_options import parse
+
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text("extra_packages: [a.tar.gz, b.tar.gz]\nrunner: DirectRunner\n")
+    options = parse(["--config", str(cfg), "--extra_package", "/c.tar.gz"]).get_all_options()
+    assert options["extra_packages"] == ["/c.tar.gz"] and options["runner"] == "DirectRunner"
+
+
 def test_config_file_unknown_key(tmp_path, capsys):
     cfg = tmp_path / "job.yaml"
     cfg.write_text("poolings: [mean]\n")

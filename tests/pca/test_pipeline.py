@@ -159,7 +159,11 @@ def unreadable(tmp_path):
                                r"'num_tokens', 'source', 'title', 'truncated'\]; a field of the "
                                r"input is a column when the run carries it: run `beam-embed run` "
                                r"again with --metadata_fields title,colour$"),
-    (["--color-by", "text"], r"unknown --color-by 'text'; expected one of \[.*'truncated'\]$"),
+    (["--color-by", "text"], r"unknown --color-by 'text'; expected one of \[.*'truncated'\]; "
+                             r"'text' is a column `beam-embed run` writes itself, one value per "
+                             r"record, not a field it carries as a group$"),
+    (["--color-by", "mean"], r"unknown --color-by 'mean'; expected one of \[.*'truncated'\]; "
+                             r"'mean' is a column `beam-embed run` writes itself"),
     (["--columns", "id,txt"], r"unknown column 'txt' in --columns; expected some of"),
     (["--format", "tfrecord"], r"format 'tfrecord' has no shards .*expected one of \['parquet'\]"),
     (["--sample", "100001"], r"--sample 100001 is out of range; expected 2..100000"),
@@ -168,6 +172,14 @@ def unreadable(tmp_path):
 def test_bad_options_fail_before_reading_data(capsys, unreadable, flags, message):
     assert re.search(message, _refused(capsys, unreadable / "emb", unreadable / "viz", *flags))
     assert not (unreadable / "viz").exists()
+
+
+def test_color_by_text_of_a_run_without_text_suggests_no_flag_run_refuses(tmp_path, capsys):
+    x, _ = clustered_matrix(20)
+    folder = write_embeddings(str(tmp_path / "emb"), records({"mean": x}), shards=1)
+    err = _refused(capsys, folder, tmp_path / "viz", "--color-by", "text")
+    assert "'text' is a column `beam-embed run` writes itself" in err
+    assert "--metadata_fields" not in err
 
 
 def test_missing_manifest_and_previous_runs_are_refused(capsys, unreadable):

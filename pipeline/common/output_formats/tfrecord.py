@@ -411,7 +411,11 @@ def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling):
     import pyarrow as pa
     import tensorflow as tf
 
-    parsed = tf.io.parse_example(tf.constant(serialized), _spec(columns, pooling))
+    try:
+        parsed = tf.io.parse_example(tf.constant(serialized), _spec(columns, pooling))
+    except tf.errors.InvalidArgumentError:
+        _check_vector_width(serialized, pooling)
+        raise
     arrays = {}
     for c in columns:
         values = parsed[c].numpy()
@@ -423,6 +427,24 @@ def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling):
     arrays[pooling.column] = stored.arrow_of_stored(
         vectors if pooling.dtype == "float32" else stored.stored_of_bytes(list(vectors)))
     return pa.table(arrays)
+
+
+def _check_vector_width(serialized: list[bytes], pooling) -> None:
+    """When a batch did not parse: an IncompleteInput if its float vectors are not the width
+    the manifest gives (parsed again at any length to say which width they are)."""
+    import tensorflow as tf
+
+    if pooling.dtype != "float32":  # stored as bytes: their size is checked as they decode
+        return
+    found = tf.io.parse_example(tf.constant(serialized), {
+        pooling.column: tf.io.VarLenFeature(tf.float32)})[pooling.column]
+    widths = set(tf.math.bincount(tf.cast(found.indices[:, 0], tf.int32),
+                                  minlength=len(serialized)).numpy().tolist())
+    if widths != {pooling.width}:
+        raise IncompleteInput(f"column {pooling.column!r} holds vectors of width "
+                              f"{sorted(widths)}, but its run's manifest gives float32 vectors "
+                              f"of width {pooling.width}: the manifest does not describe these "
+                              "shards; rerun the job")
 
 
 def _shard_records(path: str, rows: dict):
