@@ -171,6 +171,16 @@ def test_an_odd_cache_folder_is_one_line(value, said, tmp_path, monkeypatch, cap
             tmp=tmp_path, cwd=os.getcwd())), err
 
 
+def test_an_odd_cache_folder_is_one_line_for_a_command_that_needs_the_cache(
+        two_environments, tmp_path, monkeypatch, capsys):
+    _in(two_environments[0], two_environments)
+    monkeypatch.setenv("BEAM_EMBED_CACHE", "relative/cache")
+    assert cli(["tokens", "the cat", "--model", "tiny"]) == 2  # bad configuration
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "beam-embed tokens: BEAM_EMBED_CACHE='relative/cache' is a relative path"), err
+
+
 def _read_only_open(path, *args, **kwargs):
     raise OSError(errno.EROFS, "Read-only file system", path)
 
