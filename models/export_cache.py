@@ -13,6 +13,9 @@ lists the folder. No TensorFlow at import.
     keys/<hash of paths>     the content key of a checkpoint folder as it was listed
     keys/sha256-<hash>       a model file's or a shard's SHA-256, by its identity (file_digests.py)
     gs/<bucket>/<path>       copies of gs:// models
+
+Each of these folders holds a marker file when the tool made it; `beam-embed cache clear`
+removes only what is provably the tool's (cache_marks.py).
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ import re
 import shutil
 import time
 
+from beam_embed.models.cache_marks import mark, marked, remembered_keys
 from beam_embed.models.export_format import FORMAT_VERSION, METADATA_FILE
 from beam_embed.models.file_digests import KEYS, recalled
 from beam_embed.models.file_digests import remember as remember_key
-from beam_embed.models.gcs_copy import cache_dir
+from beam_embed.models.gcs_copy import cache_dir, writable_cache
 
 GS = "gs"
 EXPORT_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{12})(\.partial-(?P<pid>\d+))?$")
@@ -85,11 +89,14 @@ def exported(folder: str, name: str) -> str:
         return out
     from beam_embed.models.export.convert import export_checkpoint
 
+    writable_cache(f"export {name}")
     notices.info(f"exporting {name} from {folder} into {out}: once, later runs and other "
                  "environments reuse it (about a minute)")
     began = time.monotonic()
     tmp = f"{out}.partial-{os.getpid()}"
     try:
+        os.makedirs(tmp, exist_ok=True)
+        mark(tmp, "export")  # written first: even an export cut short is provably the tool's
         export_checkpoint(folder, tmp, name=name)
         if os.path.exists(out):  # another process finished the same export first
             shutil.rmtree(tmp)
@@ -114,7 +121,8 @@ def folder_bytes(path: str) -> int:
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One thing in the cache folder: `kind` is export, partial (an export being written, or
-    left by a process that stopped), keys, gs, or None for what this tool did not write."""
+    left by a process that stopped), keys, gs, or None for what this tool did not provably
+    write (cache_marks.py); `unproved`: why a folder named like an entry is not taken for one."""
 
     name: str
     path: str
@@ -122,6 +130,44 @@ class Entry:
     bytes: int
     pid: int | None = None
     source: str | None = None  # an export's checkpoint folder, as its metadata says
+    unproved: str | None = None
+
+
+def _source(path: str) -> str | None:
+    try:
+        with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
+            source = json.load(f).get("source")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return source if isinstance(source, str) else None
+
+
+def _earlier_export(path: str, key: str, source: str | None) -> bool:
+    """An unmarked export made before markers: its name's key is the content key of the
+    checkpoint its metadata names (an `export-model` output a user named like an entry is not:
+    its name holds no such key)."""
+    return bool(source) and os.path.isdir(source) and content_key(source, remember=False) == key
+
+
+def _classify(name: str, path: str) -> tuple[str | None, int | None, str | None, str | None]:
+    """(kind, pid, source, why not ours) of one name in the cache folder."""
+    match = EXPORT_NAME.match(name) if os.path.isdir(path) else None
+    if name in (KEYS, GS) and os.path.isdir(path):
+        if marked(path) or (name == KEYS and remembered_keys(path)):
+            return name, None, None, None
+        return None, None, None, "holds files beam-embed did not write" if name == KEYS else \
+            "made before beam-embed marked its folders, or not beam-embed's"
+    if not match:
+        return None, None, None, None
+    if match.group("pid"):
+        if marked(path):
+            return "partial", int(match.group("pid")), None, None
+        return None, None, None, "named like an export being written, without beam-embed's marker"
+    source = _source(path)
+    if os.path.exists(os.path.join(path, METADATA_FILE)) and (
+            marked(path) or _earlier_export(path, match.group("key"), source)):
+        return "export", None, source, None
+    return None, None, None, "named like an export, not one the cache made"
 
 
 def entries(folder: str | None = None) -> list[Entry]:
@@ -132,18 +178,6 @@ def entries(folder: str | None = None) -> list[Entry]:
     found = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
-        match = EXPORT_NAME.match(name) if os.path.isdir(path) else None
-        kind, pid, source = None, None, None
-        if name in (KEYS, GS) and os.path.isdir(path):
-            kind = name
-        elif match and match.group("pid"):
-            kind, pid = "partial", int(match.group("pid"))
-        elif match and os.path.exists(os.path.join(path, METADATA_FILE)):
-            kind = "export"
-            try:
-                with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
-                    source = json.load(f).get("source")
-            except (OSError, ValueError, AttributeError):
-                source = None
-        found.append(Entry(name, path, kind, folder_bytes(path), pid, source))
+        kind, pid, source, unproved = _classify(name, path)
+        found.append(Entry(name, path, kind, folder_bytes(path), pid, source, unproved))
     return found

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 
+from beam_embed.models.cache_marks import made_folder
 from beam_embed.models.gcs_copy import cache_dir
 
 KEYS = "keys"  # the cache folder's sub-folder of remembered keys and hashes
@@ -46,7 +47,7 @@ def remember(path: str, text: str) -> None:
     (read-only, shared) only means the value is computed again next time."""
     tmp = f"{path}.partial-{os.getpid()}"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        made_folder(os.path.dirname(path), KEYS)
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

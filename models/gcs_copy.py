@@ -21,6 +21,8 @@ import shutil
 import threading
 import uuid
 
+from beam_embed.models.cache_marks import made_folder
+
 GS = "gs://"
 _PARTIAL = ".partial-"  # a copy being written; never taken for the object
 _CHUNK = 8 << 20
@@ -28,8 +30,46 @@ _COPIES: dict[str, str] = {}  # gs:// path -> its local copy, made by this proce
 _LOCK = threading.Lock()  # one copy at a time: the warm-up thread loads beside the launcher
 
 
+class CacheFolderError(ValueError):
+    """$BEAM_EMBED_CACHE names no usable folder; the message names the value and the fix."""
+
+
 def cache_dir() -> str:
-    return os.path.expanduser(os.environ.get("BEAM_EMBED_CACHE", "~/.cache/beam-embed"))
+    """$BEAM_EMBED_CACHE (`~` expanded), or ~/.cache/beam-embed. An empty value, a relative
+    path (a Dask worker, or a later run, would find another folder from another working
+    folder) or a file is refused: CacheFolderError."""
+    value = os.environ.get("BEAM_EMBED_CACHE")
+    if value is None:
+        return os.path.expanduser("~/.cache/beam-embed")
+    folder = os.path.expanduser(value)
+    if not value.strip():
+        raise CacheFolderError("BEAM_EMBED_CACHE is set but empty: set it to a folder's "
+                               "absolute path, or unset it for ~/.cache/beam-embed")
+    if not os.path.isabs(folder):
+        raise CacheFolderError(f"BEAM_EMBED_CACHE={value!r} is a relative path: give an "
+                               f"absolute one (e.g. {os.path.abspath(folder)}), the same for "
+                               "every process that reads the cache")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise CacheFolderError(f"BEAM_EMBED_CACHE={value!r} is a file, not a folder: point it "
+                               "at a folder (made on first use)")
+    return folder
+
+
+def writable_cache(what: str) -> str:
+    """The cache folder, made if missing; an OSError saying so in one line when it cannot be
+    written (read-only, not ours): `what` names what needed it."""
+    folder = cache_dir()
+    probe = os.path.join(folder, f".write-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:  # the line says its cause; the probe's own name would only confuse
+        raise OSError(e.errno, f"the model cache {folder} cannot be written "
+                               f"({e.strerror or e}): {what} needs it; point BEAM_EMBED_CACHE at "
+                               "a folder this user can write") from None
+    return folder
 
 
 def local_copy(path: str) -> str:
@@ -88,6 +128,8 @@ def _fetch(meta, local: str) -> None:
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
 
+    # a cache that holds fresh copies may be read-only; one that needs a copy must be written
+    made_folder(os.path.join(writable_cache(f"a local copy of {meta.path}"), "gs"), "gs")
     os.makedirs(os.path.dirname(local), exist_ok=True)
     tmp = f"{local}{_PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:

@@ -54,8 +54,9 @@ class LoopbackCluster:
                              f"w{i}", "--host", self._host(i), "--local-directory",
                              os.path.join(self._folder, f"w{i}"), *self._worker_args(i)],
                             f"worker{i}", env)
-            with self.client() as client:
-                client.wait_for_workers(self._n, timeout=START_TIMEOUT_S)
+            if self._n:  # a scheduler alone: nothing to wait for
+                with self.client() as client:
+                    client.wait_for_workers(self._n, timeout=START_TIMEOUT_S)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -78,6 +79,12 @@ class LoopbackCluster:
         """Worker address -> the pid of the process that runs its tasks."""
         with self.client() as client:
             return client.run(os.getpid)
+
+    def kill_workers(self) -> None:
+        """Every worker gone at once, its nanny too (no restart): SIGKILL to each group."""
+        for process in self._processes[1:]:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
 
     def log(self, name: str) -> str:
         with open(os.path.join(self._folder, f"{name}.log")) as f:

@@ -1,6 +1,7 @@
 """`beam-embed cache [list]`, `beam-embed cache clear [NAME ...]`: the model cache folder
 ($BEAM_EMBED_CACHE, default ~/.cache/beam-embed), listed or cleared. A cleared export is made
-again on the next run that needs it; only what this tool writes there is removed."""
+again on the next run that needs it; only what this tool provably wrote there (its marker,
+beam_embed.models.cache_marks) is removed, and what is left is named."""
 
 from __future__ import annotations
 
@@ -84,6 +85,8 @@ def list_cache(folder: str) -> int:
     width = max((len(e.name) for e in found), default=0)
     for e in found:
         what = WHAT[_kind(e)].format(source=e.source or "a checkpoint", pid=e.pid)
+        if e.unproved:
+            what = f"{e.unproved}: left alone"
         if e.kind == "export":
             what += (f"; preset {used[e.name]} uses it" if e.name in used else
                      "; no preset installed here uses it")
@@ -95,21 +98,29 @@ def list_cache(folder: str) -> int:
 
 def clear_cache(folder: str, names: list[str]) -> int:
     from beam_embed.models.export_cache import entries
+    from beam_embed.models.gcs_copy import writable_cache
 
     found = {e.name: e for e in entries(folder)}
     unknown = [n for n in names if n not in found or not found[n].kind]
     if unknown:
         ours = sorted(n for n, e in found.items() if e.kind)
-        print(f"{PROG}: {unknown[0]!r} is not an entry of the cache {folder}; expected one of "
-              f"{ours}", file=sys.stderr)
+        why = found[unknown[0]].unproved if unknown[0] in found else None
+        print(f"{PROG}: {unknown[0]!r} is not an entry of the cache {folder}"
+              f"{f' ({why}: left alone)' if why else ''}; expected one of {ours}",
+              file=sys.stderr)
         return 2
+    chosen = [found[n] for n in names] if names else list(found.values())
+    for e in chosen:  # what looks like an entry but is not provably the tool's is named
+        if e.unproved:
+            print(f"left {e.name}: {e.unproved}")
+    doomed = [e for e in chosen if _kind(e) not in (None, "partial")]
+    for e in chosen:
+        if _kind(e) == "partial":  # an export some process is writing now
+            print(f"left {e.name}: {WHAT['partial'].format(pid=e.pid)}")
+    if doomed:
+        writable_cache("clearing it")
     freed, removed = 0, 0
-    for e in (found[n] for n in names) if names else found.values():
-        kind = _kind(e)
-        if kind in (None, "partial"):  # not ours, or an export some process is writing now
-            if kind:
-                print(f"left {e.name}: {WHAT[kind].format(pid=e.pid)}")
-            continue
+    for e in doomed:
         shutil.rmtree(e.path)
         freed, removed = freed + e.bytes, removed + 1
     print(f"removed {removed} {'entry' if removed == 1 else 'entries'} ({_size(freed)}) from "
@@ -127,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     except FlagError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    from beam_embed.models.gcs_copy import cache_dir
+    from beam_embed.models.gcs_copy import CacheFolderError, cache_dir
 
-    folder = cache_dir()
+    try:
+        folder = cache_dir()
+    except CacheFolderError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
     return list_cache(folder) if args.action == "list" else clear_cache(folder, args.names)

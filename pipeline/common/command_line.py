@@ -150,5 +150,22 @@ def check_beam_args(rest: list[str], own: set[str], prog: str) -> list[str]:
         bad = next((u for u in unknown if u.startswith("-")), unknown[0])
         if not bad.startswith("-"):
             raise FlagError(f"unexpected argument {bad!r}; see `{prog} --help`")
+        if bad.startswith(DASK_FLAGS) and not dask_installed():
+            raise FlagError(without_dask(bad.split("=", 1)[0]))
         raise unknown_flag(bad, known | own, prog)
     return rest
+
+
+def dask_installed() -> bool:
+    try:
+        dask_options()
+    except ImportError:
+        return False
+    return True
+
+
+def without_dask(what: str) -> str:
+    """The one line for a Dask flag or runner in an installation without the dask extra."""
+    from beam_embed.process.versions import install_command
+
+    return f"{what} needs the dask extra, which this installation lacks: {install_command('dask')}"

@@ -96,7 +96,8 @@ def _remote(text: str) -> str | None:
 
 def _describe(exc: BaseException) -> str:
     """One exception's own message, with the file it names."""
-    if isinstance(exc, OSError) and exc.strerror:
+    # a library's OSError may carry a number where the text goes (distributed's TimeoutError)
+    if isinstance(exc, OSError) and isinstance(exc.strerror, str) and exc.strerror:
         return _with_files(exc.strerror, exc.filename, exc.filename2)
     message = getattr(exc, "message", None)  # TensorFlow's OpError keeps its own text here
     text = str(message if isinstance(message, str) and message else exc).strip()

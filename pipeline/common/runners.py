@@ -9,7 +9,6 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from beam_embed.process.local_runs import tune_local_run
 from beam_embed.process.private_apis.beam import in_process_runner
-from beam_embed.process.versions import install_command
 
 # --runner names of the project's Dask runner (beam_embed.pipeline.common.dask_runner). Beam's own
 # DaskRunner, named by its path, loses data on this job: that name gets the project's runner too.
@@ -28,13 +27,34 @@ def check_runner(options: PipelineOptions) -> None:
     if not is_dask(options):
         return
     try:
-        from beam_embed.pipeline.common.dask_runner.runner import DaskOptions, connect
+        from beam_embed.pipeline.common.dask_runner.runner import (
+            DaskOptions,
+            check_partitions,
+            connect,
+        )
     except ImportError as e:
-        raise ValueError(f"--runner {options.view_as(StandardOptions).runner} needs dask: "
-                         f"{install_command('dask')} ({e})") from e
+        from beam_embed.pipeline.common.command_line import without_dask
+
+        raise ValueError(without_dask(f"--runner {options.view_as(StandardOptions).runner}")) \
+            from e
+    check_partitions(options)
     timeout = options.view_as(DaskOptions).timeout
     connect(options, timeout if isinstance(timeout, int) else PREFLIGHT_TIMEOUT_S,
             workers=False).close()
+
+
+def check_cluster(options: PipelineOptions, output: str, spec, fingerprint: str) -> None:
+    """Before a Dask run claims `output`: the cluster has a worker (waiting as connect does),
+    and each sees `output` and the model `spec` names, with this `fingerprint` (ValueError
+    naming the worker and what it lacks; beam_embed.pipeline.common.dask_runner.probe)."""
+    from beam_embed.pipeline.common.dask_runner.probe import check_workers
+    from beam_embed.pipeline.common.dask_runner.runner import connect
+
+    client = connect(options)
+    try:
+        check_workers(client, output, spec, fingerprint)
+    finally:
+        client.close()
 
 
 def cluster_path(path: str) -> str:

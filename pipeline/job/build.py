@@ -140,7 +140,7 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
                                             s.split, spread, ids=bool(s.id_field))
     embed = EmbedRecords(run.encoder, s.batch_tokens, s.max_batch_size, s.progress_every,
-                         share=expected / max(workers, 1))
+                         share=expected / max(workers, 1), fingerprint=run.encoder.fingerprint())
     incremental = count_names(s.dedupe, run.previous)
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
         embed = EmbedDistinct(embed, s.dedupe, run.previous)

@@ -12,6 +12,7 @@ the same job and describes it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -76,13 +77,22 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
 
         run = dataclasses.replace(run, files=tuple(expand_inputs(list(run.settings.input))))
         if is_dask(options):  # a cluster's workers do not share this working folder
-            run = dataclasses.replace(run, files=tuple(
-                (cluster_path(path), size) for path, size in run.files)).writing_to(
-                cluster_path(run.output))
+            from beam_embed.pipeline.job.resolved import shipped
+
+            run = shipped(run, cluster_path)
         run = with_input_fields(run, run.files)  # checked, and decided where the flags leave them
         created = make_folder(run.output)
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
+    if is_dask(options):  # every worker sees the output and the model, and the same model
+        from beam_embed.pipeline.common.runners import check_cluster
+
+        try:
+            check_cluster(options, run.output, run.encoder, run.encoder.fingerprint())
+        except ValueError as e:
+            if created and not is_remote(run.output) and not os.listdir(run.output):
+                os.rmdir(run.output)
+            return _bad_config(e)
     code = claimed_run(options, run, argv, settings)
     if code == exits.BAD_CONFIG and created and not is_remote(run.output) \
             and not os.listdir(run.output):  # a refused run leaves nothing behind
@@ -157,9 +167,30 @@ def execute(options, run) -> None:
     # --reuse copies most rows' vectors without the encoder: its records are no measure there
     expected = 0.0 if run.previous is not None else expected_records(run.settings, run.fields(),
                                                                      run.files)
-    with beam.Pipeline(runner=runner, options=options) as p:
+    with _progress(options, expected, run.settings.progress_every), \
+            beam.Pipeline(runner=runner, options=options) as p:
         build_pipeline(p, run, workers, spread=not one_worker, expected=expected)
     if is_dask(options):  # a lost worker's steps ran again: their output must add up
         from beam_embed.pipeline.job.complete import check_rows
 
         check_rows(run.output)
+
+
+@contextlib.contextmanager
+def _progress(options, expected: float, every_s: float):
+    """A Dask run's progress line, from the counts its workers post (a local run's workers
+    print their own)."""
+    from beam_embed.pipeline.common.runners import is_dask
+
+    if not is_dask(options) or every_s <= 0:
+        yield
+        return
+    from beam_embed.pipeline.common.dask_runner.progress import Watch
+    from beam_embed.pipeline.common.dask_runner.runner import connect
+
+    client = connect(options, workers=False)
+    try:
+        with Watch(client, expected, every_s, log):
+            yield
+    finally:
+        client.close()

@@ -25,6 +25,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
+from beam_embed.pipeline.common.dask_runner.progress import tell as tell_launcher
 from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
@@ -50,7 +51,9 @@ class _Progress:
         self._done = 0
 
     def add(self, records: list[Record]) -> None:
-        self._done += sum(r.row_count() for r in records)  # --dedupe: each text's rows
+        added = sum(r.row_count() for r in records)  # --dedupe: each text's rows
+        self._done += added
+        tell_launcher(added)  # a Dask worker's count, for the launcher's line
         now = time.monotonic()
         if self._every <= 0 or now - self._last < self._every:
             return
@@ -109,10 +112,12 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
     tag) are encoded at once."""
 
     def __init__(self, spec: EncoderSpec, progress_every_s: float = 5.0,
-                 share: float = 0.0, in_flight: int = 2, library: bool = False):
+                 share: float = 0.0, in_flight: int = 2, library: bool = False,
+                 fingerprint: str | None = None):
         super().__init__()
         self._spec = spec
         self._library = library  # in a library caller's pipeline (EmbedTexts), not a command's
+        self._fingerprint = fingerprint  # the run's: the model a worker loads must have it
         self._progress_every = progress_every_s
         self._share = share  # the records this worker is expected to embed (0: unknown)
         self._in_flight = max(1, in_flight)
@@ -121,6 +126,9 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         self._pool = None
 
     def load_model(self):
+        from beam_embed.pipeline.common.dask_runner.probe import check_loaded
+
+        check_loaded(self._spec, self._fingerprint)  # another copy of the model at the path
         # local worker processes inherit the launcher's quiet setting; a library caller's
         # pipeline has none, and TensorFlow is quiet there unless the user asks for its lines
         import_tensorflow(library_quiet_wanted() if self._library else None)
@@ -240,10 +248,12 @@ class EmbedRecords(beam.PTransform):
     """Outputs `batches` (EmbeddedBatch) and `dead` (records the encoder could not take)."""
 
     def __init__(self, spec: EncoderSpec, batch_tokens: int = 16384, max_batch_size: int = 512,
-                 progress_every_s: float = 5.0, share: float = 0.0, library: bool = False):
+                 progress_every_s: float = 5.0, share: float = 0.0, library: bool = False,
+                 fingerprint: str | None = None):
         super().__init__()
         self._share = share
         self._library = library
+        self._fingerprint = fingerprint
         self._spec = spec
         self._batch_tokens = batch_tokens
         self._max_batch_size = max_batch_size
@@ -257,6 +267,6 @@ class EmbedRecords(beam.PTransform):
                    | "TagBundles" >> beam.ParDo(_TagBundles())
                    | "RunInference" >> RunInference(
                        EncoderHandler(self._spec, self._progress, self._share,
-                                      library=self._library))
+                                      library=self._library, fingerprint=self._fingerprint))
                    | "SplitResults" >> beam.ParDo(_Split()).with_outputs("dead", main="batches"))
         return {"batches": results.batches, "dead": results.dead}

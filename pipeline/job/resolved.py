@@ -115,3 +115,21 @@ def resolve(settings: RunSettings, options, encoder: EncoderSpec | None = None) 
         import_tensorflow()  # the model spec may load TensorFlow: quietly
         encoder = settings.encoder_spec(worker_threads(options))
     return ResolvedRun(with_default_input(settings), encoder)
+
+
+def shipped(run: ResolvedRun, cluster_path) -> ResolvedRun:
+    """`run` with every local path its workers open made absolute by `cluster_path` (the
+    input files, the output, the model's files when they are here, --reuse): a cluster's
+    workers run in working folders of their own."""
+    import os
+
+    spec, settings = run.encoder, run.settings
+    local = {h: cluster_path(h) for h in (spec.encoder, spec.preprocessor) if h and os.path.exists(h)}
+    spec = dataclasses.replace(spec, encoder=local.get(spec.encoder, spec.encoder),
+                               preprocessor=local.get(spec.preprocessor, spec.preprocessor))
+    if settings.reuse:
+        settings = dataclasses.replace(settings, reuse=cluster_path(settings.reuse))
+    return dataclasses.replace(
+        run, settings=settings, encoder=spec,
+        files=tuple((cluster_path(path), size) for path, size in run.files)).writing_to(
+        cluster_path(run.output))

@@ -66,6 +66,8 @@ def test_os_yaml_and_plain_errors():
     line = one_line(bad.value)
     assert "\n" not in line and "line 2, column 1" in line and line.startswith("ParserError")
     assert one_line(KeyError("poolings")) == "KeyError: 'poolings'"
+    # a library's OSError with a number where its text goes (distributed's timeouts)
+    assert one_line(TimeoutError(110, 60)) == "[Errno 110] 60"
 
 
 def test_command_prints_one_line_and_returns_the_errors_code(capsys, monkeypatch):

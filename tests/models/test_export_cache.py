@@ -4,6 +4,7 @@ cache` lists and clears it."""
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import re
@@ -12,6 +13,7 @@ import sys
 
 import pytest
 
+from beam_embed.models.cache_marks import MARKER, made_folder, mark
 from beam_embed.models.export_cache import content_key, entries
 from beam_embed.pipeline.cli import main as cli
 
@@ -79,10 +81,12 @@ def test_cache_list_and_clear(two_environments, tmp_path, capsys):
     assert cli(["tokens", "the cat", "--model", "tiny"]) == 0
     cache = tmp_path / "cache"
     (cache / "notes.txt").write_text("mine")  # not the tool's: never removed
+    made_folder(str(cache / "gs"), "gs")  # as a gs:// model's copy makes it
     (cache / "gs" / "bucket").mkdir(parents=True)
     (cache / "gs" / "bucket" / "saved_model.pb").write_bytes(b"x" * 2000)
     writing = cache / f"other-0123456789ab.partial-{os.getpid()}"  # a live process's export
     writing.mkdir()
+    mark(str(writing), "export")
     capsys.readouterr()
     assert cli(["cache"]) == 0
     listed = capsys.readouterr().out
@@ -103,3 +107,97 @@ def test_cache_list_and_clear(two_environments, tmp_path, capsys):
     assert f"left {writing.name}: an export being written by process {os.getpid()}" in out
     assert sorted(os.listdir(cache)) == sorted(["notes.txt", writing.name])
     assert "removed 2 entries" in out  # the export and the remembered keys
+
+
+def test_clear_removes_only_what_the_cache_provably_made(two_environments, tmp_path, capsys):
+    """BEAM_EMBED_CACHE pointing at a folder where the user keeps their own `keys/` and `gs/`,
+    and an `export-model` output named like an entry: `cache clear` removes the export the run
+    made and names each of the others, which stay as they were."""
+    cache = tmp_path / "cache"
+    (cache / "keys").mkdir(parents=True)
+    (cache / "keys" / "ssh-notes.txt").write_text("the user's")
+    (cache / "gs").mkdir()
+    (cache / "gs" / "photo.jpg").write_bytes(b"\xff\xd8")
+    _in(two_environments[0], two_environments)
+    assert cli(["tokens", "the cat", "--model", "tiny"]) == 0
+    export = next(e for e in entries() if e.kind == "export")
+    theirs = cache / "tiny-bert-0123456789ab"  # `export-model` output: the same layout
+    shutil.copytree(export.path, theirs)
+    os.remove(theirs / MARKER)
+    capsys.readouterr()
+    assert cli(["cache", "clear", "keys"]) == 2
+    assert "'keys' is not an entry of the cache" in capsys.readouterr().err
+    assert cli(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert "left keys: holds files beam-embed did not write" in out
+    assert "left gs: made before beam-embed marked its folders, or not beam-embed's" in out
+    assert f"left {theirs.name}: named like an export, not one the cache made" in out
+    assert "removed 1 entry" in out
+    assert sorted(os.listdir(cache)) == ["gs", "keys", theirs.name]
+    assert (cache / "keys" / "ssh-notes.txt").read_text() == "the user's"
+    assert (cache / "gs" / "photo.jpg").read_bytes() == b"\xff\xd8"
+    assert os.path.isfile(theirs / "encoder" / "saved_model.pb")
+
+
+def test_entries_made_before_markers_are_recognized_by_their_key(two_environments, tmp_path,
+                                                                 capsys):
+    """An export and `keys/` written before the cache marked its folders: the export's name
+    holds its checkpoint's content key, `keys/` holds only remembered keys; both are cleared."""
+    _in(two_environments[0], two_environments)
+    assert cli(["tokens", "the cat", "--model", "tiny"]) == 0
+    cache = tmp_path / "cache"
+    for folder in ("keys", next(e.name for e in entries() if e.kind == "export")):
+        os.remove(cache / folder / MARKER)
+    assert sorted(e.kind for e in entries()) == ["export", "keys"]
+    capsys.readouterr()
+    assert cli(["cache", "clear"]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out
+    assert os.listdir(cache) == []
+
+
+@pytest.mark.parametrize("value, said", [
+    ("", "BEAM_EMBED_CACHE is set but empty: set it to a folder's absolute path, or unset it"),
+    ("relative/cache", "BEAM_EMBED_CACHE='relative/cache' is a relative path: give an absolute "
+                       "one (e.g. {cwd}/relative/cache)"),
+    ("{tmp}/a-file", "BEAM_EMBED_CACHE='{tmp}/a-file' is a file, not a folder"),
+])
+def test_an_odd_cache_folder_is_one_line(value, said, tmp_path, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("BEAM_EMBED_CACHE", value.format(tmp=tmp_path))
+    for argv in (["cache"], ["cache", "clear"]):
+        assert cli(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("beam-embed cache: " + said.format(
+            tmp=tmp_path, cwd=os.getcwd())), err
+
+
+def test_an_odd_cache_folder_is_one_line_for_a_command_that_needs_the_cache(
+        two_environments, tmp_path, monkeypatch, capsys):
+    _in(two_environments[0], two_environments)
+    monkeypatch.setenv("BEAM_EMBED_CACHE", "relative/cache")
+    assert cli(["tokens", "the cat", "--model", "tiny"]) == 2  # bad configuration
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "beam-embed tokens: BEAM_EMBED_CACHE='relative/cache' is a relative path"), err
+
+
+def _read_only_open(path, *args, **kwargs):
+    raise OSError(errno.EROFS, "Read-only file system", path)
+
+
+def test_a_read_only_cache_is_one_line_naming_it(two_environments, tmp_path, capsys,
+                                                 monkeypatch):
+    from beam_embed.models import gcs_copy
+    from tests.mounts import read_only
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    _in(two_environments[0], two_environments)
+    with read_only(cache) as mounted:
+        if not mounted:  # root writes anywhere else: the mount's error patched in
+            monkeypatch.setattr(gcs_copy, "open", _read_only_open, raising=False)
+        assert cli(["tokens", "the cat", "--model", "tiny"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"the model cache {cache} cannot be written (Read-only file system): export " \
+           "tiny-bert needs it; point BEAM_EMBED_CACHE at a folder this user can write" in err

@@ -15,6 +15,10 @@ counts what it needs in its own outputs.
 
 from __future__ import annotations
 
+import json
+import os
+import time
+
 import apache_beam as beam
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
@@ -30,6 +34,10 @@ from beam_embed.process.private_apis.beam_runner import (
 # Imported with the runner, so that a pipeline's options know its flags before it runs.
 DaskOptions = dask_options()
 WORKERS_WAIT_S = 120  # a scheduler without workers yet (an adaptive cluster starting some)
+_LOOK_S = 2.0  # how often a run looks whether its cluster still has a worker
+
+
+MAX_PARTITIONS = 256  # each of a step's partitions deals to each: partitions² tasks a spread
 
 
 class SchedulerUnreachable(ValueError):
@@ -43,12 +51,72 @@ def scheduler_of(options) -> str:
     return dask.address or dask.scheduler_file or ""
 
 
+def check_partitions(options) -> None:
+    """--dask_npartitions and --dask_partition_size in their valid ranges (ValueError naming
+    the value and the range): a negative count failed deep in dask, a thousand partitions built
+    a graph of a million tasks."""
+    dask = options.view_as(DaskOptions)
+    n = dask.npartitions
+    if n is not None and not 1 <= n <= MAX_PARTITIONS:
+        raise ValueError(f"--dask_npartitions {n} is out of range: give 1 to {MAX_PARTITIONS} "
+                         "(default: the cluster's threads)")
+    if dask.partition_size is not None and dask.partition_size < 1:
+        raise ValueError(f"--dask_partition_size {dask.partition_size} is out of range: give 1 "
+                         "or more records")
+
+
+def _address_in(path: str, timeout_s: float) -> str:
+    """The scheduler address a scheduler file holds, waiting up to `timeout_s` for the file
+    to appear (a batch job's scheduler may be starting); SchedulerUnreachable when it does not,
+    or holds no address."""
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    try:
+        with open(path, encoding="utf-8") as f:
+            address = json.load(f).get("address")
+    except FileNotFoundError:
+        raise SchedulerUnreachable(f"--dask_scheduler_file {path} does not exist (none appeared "
+                                   f"in {timeout_s:g} s): start the scheduler with "
+                                   f"`dask scheduler --scheduler-file {path}`") from None
+    except (OSError, ValueError, AttributeError) as e:
+        raise SchedulerUnreachable(f"--dask_scheduler_file {path} is not a scheduler file "
+                                   f"({one_line(e)})") from e
+    if not isinstance(address, str) or not address:
+        raise SchedulerUnreachable(f"--dask_scheduler_file {path} holds no scheduler address "
+                                   "(a JSON object with \"address\", as `dask scheduler "
+                                   "--scheduler-file` writes it)")
+    return address
+
+
+def _identity(address: str, timeout_s: float) -> dict:
+    """What the server at `address` says it is, in `timeout_s`: a server that is not a Dask
+    scheduler (it never answers Dask's handshake) is a TimeoutError, not a hang."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def ask():
+        remote = rpc(address, timeout=timeout_s)
+        try:
+            return await asyncio.wait_for(remote.identity(), timeout_s)
+        finally:
+            await remote.close_rpc()
+
+    return asyncio.run(ask())
+
+
+def _timeout(options, timeout_s: float | None) -> float | None:
+    given = options.view_as(DaskOptions).timeout
+    return timeout_s if timeout_s is not None else given if isinstance(given, int) else None
+
+
 def connect(options, timeout_s: float | None = None, workers: bool = True):
     """A distributed.Client to the scheduler the options name (--dask_client_address or
     --dask_scheduler_file; --dask_connection_timeout, --dask_client_name,
     --dask_connection_limit), with at least one worker when `workers` (waiting up to
-    WORKERS_WAIT_S for one); SchedulerUnreachable if not. `timeout_s`: instead of
-    --dask_connection_timeout."""
+    WORKERS_WAIT_S for one, or --dask_connection_timeout when given); SchedulerUnreachable if
+    not. `timeout_s`: instead of --dask_connection_timeout. Every wait is bounded."""
     from distributed import Client
 
     dask = options.view_as(DaskOptions)
@@ -57,23 +125,33 @@ def connect(options, timeout_s: float | None = None, workers: bool = True):
         raise SchedulerUnreachable(
             "--runner DaskRunner needs --dask_client_address tcp://HOST:PORT (or "
             "--dask_scheduler_file PATH): it runs on a cluster that is already started")
-    kwargs = {"address": dask.address, "scheduler_file": dask.scheduler_file,
-              "name": dask.name, "connection_limit": dask.connection_limit,
+    timeout = _timeout(options, timeout_s)
+    address = dask.address or _address_in(dask.scheduler_file, timeout or WORKERS_WAIT_S)
+    try:
+        who = _identity(address, timeout or WORKERS_WAIT_S)
+    except (OSError, TimeoutError, ValueError) as e:
+        said = one_line(e) if str(e) else f"no answer in {timeout or WORKERS_WAIT_S:g} s"
+        raise SchedulerUnreachable(f"no Dask scheduler answered at {where}: {said}") from e
+    if not isinstance(who, dict) or who.get("type") != "Scheduler":
+        raise SchedulerUnreachable(f"no Dask scheduler answered at {where}: the server there "
+                                   f"is a Dask {who.get('type') if isinstance(who, dict) else who}")
+    kwargs = {"address": address, "name": dask.name, "connection_limit": dask.connection_limit,
               "set_as_default": False}
-    if timeout_s is not None or isinstance(dask.timeout, int):
-        kwargs["timeout"] = timeout_s if timeout_s is not None else dask.timeout
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     try:
         client = Client(**kwargs)
     except (OSError, TimeoutError, ValueError) as e:
         raise SchedulerUnreachable(f"no Dask scheduler answered at {where}: {one_line(e)}") from e
     if not workers:
         return client
+    wait = timeout or WORKERS_WAIT_S
     try:
-        client.wait_for_workers(1, timeout=WORKERS_WAIT_S)
+        client.wait_for_workers(1, timeout=wait)
     except (OSError, TimeoutError) as e:
         client.close()
         raise SchedulerUnreachable(f"the Dask scheduler at {where} has no worker (none joined "
-                                   f"in {WORKERS_WAIT_S} s)") from e
+                                   f"in {wait:g} s)") from e
     return client
 
 
@@ -101,28 +179,56 @@ class DaskRunner(PipelineRunner):
         except BaseException:
             client.close()
             raise
-        return DaskResult(client, futures, graph.run_id)
+        return DaskResult(client, futures, graph.run_id, _timeout(options, None) or WORKERS_WAIT_S)
+
+
+class WorkersLost(RuntimeError):
+    """Every worker left the cluster mid-run and none joined again in time."""
 
 
 class DaskResult(PipelineResult):
-    def __init__(self, client, futures, run_id: str):
+    def __init__(self, client, futures, run_id: str, alone_s: float = WORKERS_WAIT_S):
         super().__init__(PipelineState.RUNNING)
         self._client, self._futures, self._run_id = client, futures, run_id
+        self._alone_s = alone_s  # how long the run waits without a worker before it fails
 
     def wait_until_finish(self, duration=None):
         """DONE when every leaf is computed; the first failed task's error is raised (after
-        the rest is cancelled). `duration` (ms): RUNNING when it passes first."""
+        the rest is cancelled); WorkersLost when the cluster has had no worker for `alone_s`
+        (dask would wait for one forever). `duration` (ms): RUNNING when it passes first."""
         from distributed import as_completed
 
         if PipelineState.is_terminal(self._state):
             return self._state
+        deadline = None if duration is None else time.monotonic() + duration / 1000
+        pending, alone_since = set(self._futures), None
         try:
-            for future in as_completed(self._futures, loop=self._client.loop,
-                                       timeout=None if duration is None else duration / 1000):
-                if future.status == "error":
+            while pending:
+                step = _LOOK_S if deadline is None else \
+                    max(0.0, min(_LOOK_S, deadline - time.monotonic()))
+                try:
+                    for future in as_completed(list(pending), loop=self._client.loop,
+                                               timeout=step):
+                        pending.discard(future)
+                        if future.status == "error":
+                            pending.clear()
+                            break
+                except TimeoutError:
+                    pass
+                if not pending:
                     break
-        except TimeoutError:
-            return self._state
+                if self._client.nthreads():
+                    alone_since = None
+                elif alone_since is None:
+                    alone_since = time.monotonic()
+                elif time.monotonic() - alone_since >= self._alone_s:
+                    self._end(PipelineState.FAILED)
+                    raise WorkersLost(f"every Dask worker left the cluster mid-run and none "
+                                      f"joined in {self._alone_s:g} s")
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self._state
+        except WorkersLost:
+            raise
         except BaseException:  # Ctrl-C while waiting
             self._end(PipelineState.CANCELLED)
             raise
