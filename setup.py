@@ -39,8 +39,10 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 # `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
 # (pipeline/common/dask_runner); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
-# What the README's "Reading the output" snippets import beyond the base install.
-READ = ["pandas>=2", "duckdb>=1.1"]
+# What the README's "Reading the output" snippets import beyond the base install. pandas inside
+# the range Beam 2.77 supports (its `dataframe` extra: <2.4): pandas 3 breaks Beam's own
+# `beam.io.ReadFromCsv` (tests/test_extras.py checks the pin against Beam's metadata).
+READ = ["pandas>=2,<2.4", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
 # Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the README's snippets
