@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 
 PROG = "beam-embed cache"
 ACTIONS = ("list", "clear")
@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             raise FlagError(f"entry names go with `clear`, got `{args.action} "
                             f"{' '.join(args.names)}`")
     except FlagError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     from beam_embed.models.gcs_copy import cache_dir
 
     folder = cache_dir()

@@ -8,7 +8,7 @@ import sys
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 
 PROG = "beam-embed export-model"
 
@@ -36,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
     except FlagError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     import_tensorflow()
     from beam_embed.models.export.checkpoint import CheckpointError
     from beam_embed.models.export.convert import export_checkpoint
@@ -46,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,
                                  checkpoint=args.checkpoint, lower_case=args.lower_case)
     except CheckpointError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     print(f"exported {meta['name']} ({meta['layers']} layers, width {meta['width']}, "
           f"pooling {meta['pooling']}{' + normalize' if meta['normalize'] else ''}, "
           f"{'uncased' if meta['lower_case'] else 'cased'}; "

@@ -20,7 +20,7 @@ import unicodedata
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
     DEFAULT_BLOCK_ROWS,
@@ -28,7 +28,6 @@ from beam_embed.pipeline.search.limits import (
     DEFAULT_MAX_CHARS,
     QUERY_SHOWN_CHARS,
 )
-from beam_embed.process import exits
 from beam_embed.process.log import log
 from beam_embed.process.terminal import json_printable, printable
 
@@ -117,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = build_embedder(corpus, args.model)
     except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return exits.BAD_CONFIG
+        return refused(PROG, e)
     from beam_embed.pipeline.common.shards import check_unchanged
     from beam_embed.pipeline.search.corpus import blocks
     from beam_embed.pipeline.search.scan import resolve_hits, top_k
