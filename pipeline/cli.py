@@ -8,6 +8,7 @@ import sys
 from typing import NoReturn
 
 from beam_embed.pipeline.common.command_line import hint
+from beam_embed.pipeline.common.errors import take_debug_flag
 from beam_embed.process import enter, set_up
 from beam_embed.process.exits import exit_after
 
@@ -75,7 +76,8 @@ def entry() -> NoReturn:
     the job's own: beam_embed.process.enter), main, then the process ends without the
     interpreter's teardown of TensorFlow and Beam (beam_embed.process.exits.exit_after; ~0.6-2 s
     on 2 cores). A `run`'s argv is read once here and handed to the command."""
-    argv = sys.argv[1:]
+    # --debug (-v for errors) is taken before `run`'s argv is read here, which knows no such flag
+    argv = take_debug_flag(sys.argv[1:])
     command, rest = (argv[0], argv[1:]) if argv else ("", [])
     kwargs = {}
     if command == "run":

@@ -10,7 +10,7 @@ import shutil
 import sys
 
 from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 
 PROG = "beam-embed cache"
 ACTIONS = ("list", "clear")
@@ -136,13 +136,11 @@ def main(argv: list[str] | None = None) -> int:
             raise FlagError(f"entry names go with `clear`, got `{args.action} "
                             f"{' '.join(args.names)}`")
     except FlagError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     from beam_embed.models.gcs_copy import CacheFolderError, cache_dir
 
     try:
         folder = cache_dir()
     except CacheFolderError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     return list_cache(folder) if args.action == "list" else clear_cache(folder, args.names)

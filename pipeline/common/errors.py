@@ -2,7 +2,8 @@
 
 A command's `main` is wrapped in `one_line_errors(prog)`: an OS, Arrow, TensorFlow, YAML or Beam
 error becomes `prog: <cause> (<file>)` and exit code FAILED (or the code the error carries);
-`-v`/`--verbose` (beam_embed.process.log) or `--debug` adds the full traceback. Beam re-raises a
+`-v`/`--verbose` (beam_embed.process.log) or `--debug` adds the full traceback, to a refusal
+(exit 2, `refused`) too. Beam re-raises a
 step's error wrapped in its own (with "[while running 'Step']"), so the line is made from the
 innermost cause, plus the step's name. Ctrl-C is `prog: interrupted` and exit code INTERRUPTED
 (130) wherever it lands, whatever Beam turns it into (exits.interrupts_recorded).
@@ -139,6 +140,15 @@ def report(prog: str, exc: BaseException) -> int:
     # the line names the user's paths and quotes their data: shown, never obeyed by the terminal
     print(f"{prog}: {printable(one_line(exc))}", file=sys.stderr, flush=True)
     return exit_code(exc)
+
+
+def refused(prog: str, exc: BaseException, code: int = exits.BAD_CONFIG) -> int:
+    """Prints a refusal (bad configuration: `exc`'s message is the line) as one line, after its
+    traceback when verbose, as `report` prints any other error; returns `code`."""
+    if is_verbose():
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{prog}: {printable(str(exc))}", file=sys.stderr, flush=True)
+    return code
 
 
 def _interrupted(prog: str, exc: BaseException, verbose: bool) -> int:

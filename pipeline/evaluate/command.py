@@ -22,7 +22,7 @@ import time
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
 from beam_embed.pipeline.evaluate.sample_pairs import sample_dataset
@@ -173,8 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         found = [candidate(m, poolings, args.max_seq_length) for m in args.model or [DEFAULT_MODEL]]
         embedders = [c.encoder.build() for c in found]  # bad handles and layers fail here
     except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     rows = []
     for c, embedder in zip(found, embedders):
         began = time.monotonic()

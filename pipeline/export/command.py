@@ -9,8 +9,7 @@ import sys
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors
-from beam_embed.process.terminal import printable
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 
 PROG = "beam-embed export-model"
 
@@ -74,8 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
         check_out_dir(args.out_dir, args.overwrite)
     except (FlagError, ValueError) as e:
-        print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     import_tensorflow()
     from beam_embed.models.export.checkpoint import CheckpointError
     from beam_embed.models.export.convert import export_checkpoint
@@ -84,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,
                                  checkpoint=args.checkpoint, lower_case=args.lower_case)
     except CheckpointError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     print(f"exported {meta['name']} ({meta['layers']} layers, width {meta['width']}, "
           f"pooling {meta['pooling']}{' + normalize' if meta['normalize'] else ''}, "
           f"{'uncased' if meta['lower_case'] else 'cased'}; "

@@ -13,7 +13,7 @@ import sys
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.process.terminal import printable
 
 PROG = "beam-embed similarity"
@@ -96,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "notes": notes}
             blocks.append(_table(spec.name, labels, sims) + [f"  note: {n}" for n in notes])
     except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     print(json.dumps(report, indent=2) if args.json else _side_by_side(blocks))
     return 0
 

@@ -19,7 +19,7 @@ import sys
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.process.terminal import json_printable, printable
 
 UNKNOWN = "[UNK]"
@@ -156,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         import_tensorflow()
         tokenizers = [load_tokenizer(m) for m in args.model]
     except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        return refused(PROG, e)
     texts = [compare(t, tokenizers) for t in args.texts]
     vocab = vocab_stats(tokenizers)
     print(json_printable(json.dumps({"texts": texts, "vocabulary": vocab}, ensure_ascii=False,

@@ -17,18 +17,16 @@ import dataclasses
 import os
 import sys
 
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
-from beam_embed.process.terminal import printable
 
 PROG = "beam-embed run"
 
 
 def _bad_config(e: Exception) -> int:
-    print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
-    return exits.BAD_CONFIG
+    return refused(PROG, e)
 
 
 @one_line_errors(PROG)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import re
 
 from apache_beam.io.filesystems import FileSystems
@@ -46,12 +47,68 @@ def top_reasons(output: str, files: list[str]) -> list[tuple[str, int]]:
     return counts.most_common(REASONS_SHOWN)
 
 
-def next_commands(output: str, metadata: list[str]) -> str:
-    """pca (coloured by the first metadata column when there is one) and search."""
-    viz = "output/viz" if output.rstrip("/") == DEFAULT_OUTPUT else f"{output.rstrip('/')}-viz"
-    color = f" --color-by {metadata[0]}" if metadata else ""
-    return (f"next: beam-embed pca --input {output} --output {viz}{color}   or   "
-            f'beam-embed search {output} "your query"')
+COLOURS = 9  # values pca's plot gives a colour of their own (more share one grey "other")
+VIZ_TRIES = 100  # -viz, -viz-2, ...: the first free folder is suggested
+
+
+def next_commands(output: str, manifest: JobManifest | None = None) -> str:
+    """pca and search, as they will run and look right: pca into a folder that does not exist
+    yet (never over another run), coloured by a column of a few values (the first metadata
+    column of 2..COLOURS values, else the input files when they are that many, else length):
+    a column of a value per row (3,000 titles) would colour 9 rows and grey the rest."""
+    output = output.rstrip("/")
+    color = _color_flag(output, manifest) if manifest is not None else ""
+    return (f"next: beam-embed pca --input {output} --output {_free_folder(output)}{color}   "
+            f'or   beam-embed search {output} "your query"')
+
+
+def _free_folder(output: str) -> str:
+    base = "output/viz" if output == DEFAULT_OUTPUT else f"{output}-viz"
+    for n in range(1, VIZ_TRIES + 1):
+        folder = base if n == 1 else f"{base}-{n}"
+        if not _exists(folder):
+            return folder
+    return base  # pca says what stands in the way
+
+
+def _exists(path: str) -> bool:
+    if "://" not in path:
+        return os.path.lexists(path)
+    return bool(FileSystems.match([f"{path}/*"], limits=[1])[0].metadata_list)
+
+
+def _color_flag(output: str, manifest: JobManifest) -> str:
+    """` --color-by COLUMN`, or "" where pca's default (source: the input file) fits."""
+    columns = [*manifest.metadata_columns, "source"]
+    counts = _value_counts(output, manifest.files.get("parquet", []), columns)
+    if counts is None:  # no Parquet shards to count in: length fits any run
+        return " --color-by length"
+    fit = [c for c in columns if 2 <= counts[c] <= COLOURS]
+    if not fit:
+        return " --color-by length"
+    return "" if fit[0] == "source" else f" --color-by {fit[0]}"
+
+
+def _value_counts(output: str, shards: list[str], columns: list[str]) -> dict | None:
+    """Each column's distinct values, counted up to COLOURS + 1 (reading stops there)."""
+    if not shards:
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    seen: dict[str, set] = {c: set() for c in columns}
+    for name in shards:
+        counting = [c for c in columns if len(seen[c]) <= COLOURS]
+        if not counting:
+            break
+        with FileSystems.open(FileSystems.join(output, name)) as f:
+            table = pq.read_table(f, columns=counting)
+        for c in counting:
+            try:
+                seen[c].update(table.column(c).unique().to_pylist())
+            except (pa.ArrowNotImplementedError, TypeError):  # lists, maps: no colour
+                seen[c].update(range(COLOURS + 1))
+    return {c: len(v) for c, v in seen.items()}
 
 
 def duplicates_line(n: int, example: str | None) -> str:
@@ -100,7 +157,7 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
                 "" if allow_incomplete_input else
                 f"; exit code {exits.INCOMPLETE_INPUT} (--allow-incomplete-input accepts this)"))
     if c["embedded"]:
-        log(next_commands(output, manifest.metadata_columns))
+        log(next_commands(output, manifest))
     elif c["dead_lettered"]:
         log("nothing was embedded: every record was dead-lettered (reasons above)")
     else:

@@ -23,7 +23,7 @@ import sys
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,
     DEFAULT_SAMPLE,
@@ -32,7 +32,6 @@ from beam_embed.pipeline.pca.limits import (
 )
 from beam_embed.process import exits
 from beam_embed.process.log import log
-from beam_embed.process.terminal import printable
 
 PROG = "beam-embed pca"
 
@@ -110,8 +109,7 @@ def main(argv=None) -> int:
 
         plan = check(args)
     except (ValueError, FileNotFoundError) as e:  # FileNotFoundError: a missing --fit file
-        print(f"{PROG}: {printable(str(e))}", file=sys.stderr)
-        return exits.BAD_CONFIG
+        return refused(PROG, e)
     from beam_embed.pipeline.pca.job import run
 
     manifest = run(plan, beam_args, [PROG, *argv])

@@ -11,6 +11,7 @@ Prints rank, score, id and text, marking words shared with the query (highlight.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -20,15 +21,15 @@ import unicodedata
 
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
+    COLLAPSE_CANDIDATES,
     DEFAULT_BLOCK_ROWS,
     DEFAULT_K,
     DEFAULT_MAX_CHARS,
     QUERY_SHOWN_CHARS,
 )
-from beam_embed.process import exits
 from beam_embed.process.log import log
 from beam_embed.process.terminal import json_printable, printable
 
@@ -50,6 +51,7 @@ def format_hits(query: str, hits: list, style: str, max_chars: int) -> str:
     width = max(map(len, ids), default=0)
     lines = [f"{i:>3}. {h.score:.4f}  {shown_id:<{width}}  "
              f"{highlight(printable(_shown(h.text, max_chars)), words, style)}".rstrip()
+             + (f"  (and {h.copies - 1} more with this text)" if h.copies > 1 else "")
              for i, (h, shown_id) in enumerate(zip(hits, ids), 1)]
     return "\n".join([f"query: {printable(_shown(query, QUERY_SHOWN_CHARS))}"] + lines)
 
@@ -68,6 +70,36 @@ def cut_queries(num_tokens, truncated, max_tokens: int | None) -> list[str]:
             for i, (n, cut) in enumerate(zip(num_tokens, truncated), 1) if cut]
 
 
+def _collapsing(asked: bool | None, has_text: bool) -> bool:
+    """Hits of one text are collapsed by default: a run with repeated texts (the same
+    paragraph in several documents) would fill the top k with copies. It needs the texts."""
+    if asked and not has_text:
+        raise ValueError("--collapse folds hits of the same text, and this run stored no text "
+                         "(--no-include_text); expected a run with its text column, or drop "
+                         "--collapse")
+    return has_text if asked is None else asked
+
+
+def _search(corpus, args, queries, collapsing: bool):
+    """(per query its hits, rows scanned, where the vectors came from). Collapsing, the scan
+    keeps COLLAPSE_CANDIDATES times k candidates, and again that many times more while a
+    query's candidates hold fewer than k distinct texts and the run has more rows."""
+    from beam_embed.pipeline.search.corpus import blocks
+    from beam_embed.pipeline.search.scan import collapse, resolve_hits, top_k
+
+    k = args.k * COLLAPSE_CANDIDATES if collapsing else args.k
+    while True:
+        scored, source = blocks(corpus, args.index, args.block_rows)
+        best, rows = top_k(scored, queries, k, normalized=args.index or corpus.pooling.unit_length)
+        hits = resolve_hits(corpus.format, corpus.shards, best, corpus.has_text)
+        if not collapsing:
+            return hits, rows, source
+        shown = [collapse(found, args.k) for found in hits]
+        if all(enough for _, enough in shown) or k >= rows:
+            return [found for found, _ in shown], rows, source
+        k *= COLLAPSE_CANDIDATES
+
+
 def parser() -> CommandParser:
     p = CommandParser(PROG, __doc__.split("\n\n")[0])
     p.add_argument("output", help="the embedding job's output folder (with manifest.json)")
@@ -84,6 +116,9 @@ def parser() -> CommandParser:
     p.add_argument("--index", action="store_true",
                    help="build (first time) and reuse OUTPUT/search-index/COLUMN.npy: faster "
                         "repeated searches of large outputs (local folders only)")
+    p.add_argument("--collapse", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a text once, however many records hold it, and say how many "
+                        "were folded (default: on when the run stored its texts)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
 
@@ -116,13 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         from beam_embed.pipeline.search.corpus import build_embedder
 
         embedder = build_embedder(corpus, args.model)
+        collapsing = _collapsing(args.collapse, corpus.has_text)
     except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return exits.BAD_CONFIG
+        return refused(PROG, e)
     from beam_embed.pipeline.common.shards import check_unchanged
-    from beam_embed.pipeline.search.corpus import blocks
-    from beam_embed.pipeline.search.scan import resolve_hits, top_k
-
     p = corpus.pooling
     embedded = embedder.embed(list(args.queries))
     for line in cut_queries(embedded.num_tokens, embedded.truncated,
@@ -130,13 +162,15 @@ def main(argv: list[str] | None = None) -> int:
         log(line)
     queries = embedded.vectors[p.column]
     began = time.monotonic()
-    scored, source = blocks(corpus, args.index, args.block_rows)
-    best, rows = top_k(scored, queries, args.k, normalized=args.index or p.unit_length)
-    hits = resolve_hits(corpus.format, corpus.shards, best, corpus.has_text)
+    hits, rows, source = _search(corpus, args, queries, collapsing)
     if corpus.checked is not None:  # the hits are the run the manifest describes
         check_unchanged(corpus.checked)
     log(f"{printable(str(corpus.model.name))}, pooling {printable(p.name)}: {rows} records "
         f"from {source} in {time.monotonic() - began:.2f}s")
+    folded = sum(h.copies - 1 for found in hits for h in found)
+    if folded:
+        log(f"folded {folded} hit(s) whose text repeats a better hit's (shown once, with how "
+            "many records hold it); --no-collapse lists every record")
     if args.json:  # exact texts, with the characters a terminal obeys as JSON escapes
         print(json_printable(json.dumps(
             [{"query": q, "hits": [dataclasses.asdict(h) for h in found]}

@@ -28,6 +28,20 @@ class Hit:
     score: float
     id: str
     text: str | None
+    copies: int = 1  # rows with this text among the candidates (collapsed: the others folded)
+
+
+def collapse(hits: list[Hit], k: int) -> tuple[list[Hit], bool]:
+    """The first `k` hits of distinct texts, best first, each with how many of `hits` share
+    its text (a corpus that repeats a paragraph filled the top k with its copies); and whether
+    `hits` held k distinct texts (else the caller asks for more candidates)."""
+    kept: dict[str, Hit] = {}
+    for h in hits:
+        if h.text in kept:
+            kept[h.text] = dataclasses.replace(kept[h.text], copies=kept[h.text].copies + 1)
+        elif len(kept) < k:
+            kept[h.text] = h
+    return list(kept.values()), len(kept) >= k
 
 
 def vector_blocks(fmt: OutputFormat, shards: list[str], column: str, width: int,

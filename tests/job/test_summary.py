@@ -4,7 +4,9 @@ which file lists them, and the next commands."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 
 import pytest
 
@@ -25,11 +27,44 @@ def test_alike_reasons_count_together(reason, group):
     assert reason_group(reason) == group
 
 
-def test_next_commands_colour_by_the_first_metadata_column():
-    assert next_commands("output/embeddings", ["topic", "lang"]) == (
-        "next: beam-embed pca --input output/embeddings --output output/viz --color-by topic   "
+def test_next_commands_name_a_folder_that_does_not_exist(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert next_commands("output/embeddings") == (
+        "next: beam-embed pca --input output/embeddings --output output/viz   "
         'or   beam-embed search output/embeddings "your query"')
-    assert "--output gs://b/run1-viz   or" in next_commands("gs://b/run1/", [])
+    os.makedirs("output/viz")
+    os.makedirs("output/viz-2")
+    assert "--output output/viz-3   or" in next_commands("output/embeddings/")
+
+
+def _hint(err: str) -> str:
+    return next(line for line in err.splitlines() if "next: " in line).split("next: ", 1)[1]
+
+
+@pytest.mark.pipeline
+def test_the_hint_colours_by_a_column_of_few_values_and_runs(tiny_export, tmp_path, capsys):
+    """3,000 unique titles would colour 9 points and grey the rest: the hint colours by the
+    column of few values (topic), by length when there is none, never into an existing folder;
+    the pca it suggests runs as printed."""
+    rows = [f"d{i},Title number {i},{['law', 'code', 'docs'][i % 3]},text of document {i}"
+            for i in range(60)]
+    corpus = write_lines(str(tmp_path / "c.csv"), ["doc_id,title,topic,body", *rows])
+    out = str(tmp_path / "out")
+    base = ["--input", corpus, "--model", tiny_export, "--text_field", "body", "--id_field",
+            "doc_id", "--progress_every", "0", "--output", out]
+    assert main([*base, "--metadata_fields", "title,topic"]) == exits.OK
+    hint = _hint(capsys.readouterr().err)
+    assert f"--output {out}-viz --color-by topic   or" in hint
+    os.makedirs(f"{out}-viz")  # a folder of the user's
+    assert main([*base, "--metadata_fields", "title", "--overwrite"]) == exits.OK
+    hint = _hint(capsys.readouterr().err)
+    assert f"--output {out}-viz-2 --color-by length   or" in hint  # one input file, 60 titles
+    pca = shlex.split(hint.split("   or   ")[0])
+    assert pca[:2] == ["beam-embed", "pca"]
+    from beam_embed.pipeline.pca.command import main as pca_main
+
+    assert pca_main(pca[2:]) == exits.OK
+    assert os.path.exists(f"{out}-viz-2/plot.html")
 
 
 @pytest.mark.pipeline

@@ -60,7 +60,7 @@ def test_top_k_equals_brute_force_over_many_shards(output, tiny_checkpoint, caps
     manifest = json.load(open(os.path.join(output, "manifest.json")))
     assert len(manifest["files"]["parquet"]) == 7
     code, out, err = _search(capsys, output, *QUERIES, "-k", "12", "--pooling", pooling,
-                             "--block-rows", "4", "--json")
+                             "--block-rows", "4", "--json", "--no-collapse")  # every record
     assert code == 0 and "60 records from 7 Parquet shard(s)" in err
     results = json.loads(out)
     for result, query, want in zip(results, QUERIES,
@@ -95,7 +95,7 @@ def test_index_gives_the_same_hits_and_is_rebuilt_for_a_new_run(output, tmp_path
 
 
 def test_text_output_highlights_shared_words(output, capsys):
-    code, out, _ = _search(capsys, output, "cat", "-k", "60")
+    code, out, _ = _search(capsys, output, "cat", "-k", "60", "--no-collapse")
     lines = out.splitlines()
     assert code == 0 and lines[0] == "query: cat" and len(lines) == 61
     assert lines[1].startswith("  1. ")
