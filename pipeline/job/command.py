@@ -21,6 +21,7 @@ from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
+from beam_embed.process.terminal import printable
 
 PROG = "beam-embed run"
 
@@ -121,6 +122,7 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
                 from beam_embed.pipeline.job.calibration import vector_storage
 
                 run = dataclasses.replace(run, stored=vector_storage(run))  # int8: calibrated
+                check_stores(run)  # reached, their tables made, before any data is read
                 if settings.reuse:  # its shards and settings, now that the model's are final
                     from beam_embed.pipeline.job.build import manifest_base
                     from beam_embed.pipeline.job.reuse import previous_run
@@ -142,7 +144,47 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
         log(f"replaced the previous run in {run.output} ({len(staged.replaced)} files)")
     from beam_embed.pipeline.job.summary import summarize
 
-    return summarize(run.output, settings.allow_incomplete_input)
+    code = summarize(run.output, settings.allow_incomplete_input)
+    return load_stores(run, code)
+
+
+def check_stores(run) -> None:
+    """Each --store reached and its table made or checked with the run's width (its first
+    pooling's), or a ValueError naming the first that is not."""
+    if not run.settings.store:
+        return
+    from beam_embed.pipeline.common.stores import parse_store_uri
+    from beam_embed.pipeline.common.stores.load import open_stores
+
+    s = run.settings
+    for store in open_stores([parse_store_uri(u, s.store_table) for u in s.store],
+                             run.widths[0][1]):
+        store.close()
+
+
+def load_stores(run, code: int) -> int:
+    """The published run upserted into each --store; a store that fails leaves the run as it
+    is and says how to load it again (exit 1)."""
+    s = run.settings
+    if not s.store or code not in (exits.OK, exits.INCOMPLETE_INPUT):
+        return code
+    from beam_embed.pipeline.common.stores import parse_store_uri
+    from beam_embed.pipeline.common.stores.load import load, open_stores
+    from beam_embed.pipeline.common.stores.rows import run_rows
+
+    again = (f"beam-embed store {run.output} {' '.join(s.store)}"
+             + (f" --store_table {s.store_table}" if s.store_table != "embeddings" else "")
+             + (" --store_sync" if s.store_sync else ""))
+    try:
+        rows = run_rows(run.output, None)
+        load(rows, open_stores([parse_store_uri(u, s.store_table) for u in s.store], rows.width),
+             sync=s.store_sync)
+    except Exception as e:  # the run is published either way: say how to load it again
+        log(f"the run is published in {run.output}, but loading it into the store failed: "
+            f"{printable(str(e).splitlines()[0] if str(e) else type(e).__name__)}; load it "
+            f"again with: {again}")
+        return exits.FAILED
+    return code
 
 
 def execute(options, run) -> None:

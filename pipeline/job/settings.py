@@ -135,6 +135,14 @@ class RunSettings(Settings):
         None, metavar="PREVIOUS_OUTPUT", tidy=_folder,
         help="copy the vectors of texts a previous run (local or gs://) embedded with the same "
              "model and settings instead of encoding them")
+    store: tuple[str, ...] = setting(
+        (), repeat=True, metavar="URI",
+        help="after the run publishes, upsert its rows into this vector store (repeatable): "
+             "lancedb:///PATH, qdrant:///PATH or qdrant://HOST:PORT, milvus:///FILE.db or "
+             "milvus://HOST:PORT, postgresql://... (pgvector); reached before any data is read")
+    store_table: str = setting("embeddings", help="the --store collection or table")
+    store_sync: bool = setting(
+        False, help="--store also removes the ids the store holds that this run does not")
     overwrite: bool = setting(
         False, help="replace an existing output (swapped in when the new run is complete); "
                     "also takes over the claim a killed run left")
@@ -145,6 +153,11 @@ class RunSettings(Settings):
         5.0, check=_seconds, help="seconds between progress lines on stderr (0: none)")
 
     def check_together(self) -> None:
+        if self.store:
+            from beam_embed.pipeline.common.stores import parse_store_uri
+
+            for uri in self.store:
+                parse_store_uri(uri, self.store_table)
         if self.vector_dtype != "float32" and self.granularity == "token":
             raise ValueError(f"--vector_dtype {self.vector_dtype} applies to sentence vectors; "
                              "token vectors take --token_dtype (float32 or float16)")

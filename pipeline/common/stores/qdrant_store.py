@@ -28,7 +28,8 @@ class QdrantStore(Store):
             self.client = QdrantClient(path=target.path)
         else:
             host, port = target.host.rsplit(":", 1)
-            self.client = QdrantClient(host=host, port=int(port), timeout=10)
+            self.client = QdrantClient(host=host, port=int(port), timeout=10,
+                                       check_compatibility=False)  # its warning is noise
         name = target.table
         if self.client.collection_exists(name):
             params = self.client.get_collection(name).config.params.vectors
