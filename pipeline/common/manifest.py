@@ -339,7 +339,8 @@ class JobManifest:
     digests, finished_at, wall_time_s. A key an older run did not write reads as empty (`rows`
     and `digests` came later, readers of earlier versions skip `digests`; `vector_dtype` as
     float32). The nested entries are typed (ModelEntry, PoolingEntry,
-    TokensEntry, InputsEntry, ReuseEntry) and write back the keys they read. The launcher makes
+    TokensEntry, InputsEntry, ReuseEntry, Counts; Files, ShardRows and Digests are typed
+    read-only tables by name) and write back the keys they read, in the order read. The launcher makes
     one before the run (build.manifest_base); the last step of the run completes it with what
     only the run knows (sinks.WriteManifest) and writes it."""
 
