@@ -59,6 +59,24 @@ def _export() -> str:
     return os.path.dirname(resolve("minilm").encoder)
 
 
+def _import_root(tree: str, work: str, name: str) -> str:
+    """The folder to put first on PYTHONPATH so that `beam_embed` and everything in it come
+    from `tree`. A tree of the one-path layout has no beam_embed/pipeline (setup.py maps the
+    top-level folders there, and an editable install maps them to this checkout): a view of
+    its installed layout is built outside the tree, links to its files in `work`. Older trees
+    (links in beam_embed/, or `pipeline` at the top) are imported as they are."""
+    package = os.path.join(tree, "beam_embed")
+    if not os.path.isdir(package) or os.path.exists(os.path.join(package, "pipeline")):
+        return tree
+    view = os.path.join(work, f"view-{name}")
+    os.makedirs(os.path.join(view, "beam_embed"))
+    for entry in os.listdir(package):
+        os.symlink(os.path.join(package, entry), os.path.join(view, "beam_embed", entry))
+    for sub in ("pipeline", "models"):
+        os.symlink(os.path.join(tree, sub), os.path.join(view, "beam_embed", sub))
+    return view
+
+
 def _job_module(tree: str) -> str:
     """The job's entry point in that tree: trees before the one import package kept `pipeline`
     at the top."""
@@ -66,11 +84,12 @@ def _job_module(tree: str) -> str:
             else "pipeline.run")
 
 
-def _run_job(tree: str, corpus: str, model: str, output: str, precision: str) -> dict:
+def _run_job(tree: str, root: str, corpus: str, model: str, output: str, precision: str
+             ) -> dict:
     cmd = [sys.executable, "-m", _job_module(tree), "--input", corpus, "--input_format", "text",
            "--model", model, "--precision", precision, "--output", output, "--overwrite",
            "--progress_every", "0"]
-    env = {**os.environ, "PYTHONPATH": tree}
+    env = {**os.environ, "PYTHONPATH": root}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
@@ -142,6 +161,7 @@ def main(argv=None) -> int:
     trees = {}
     try:
         trees = {"base": _tree(args.base, work, "base"), "head": _tree(args.head, work, "head")}
+        roots = {side: _import_root(tree, work, side) for side, tree in trees.items()}
         corpus = os.path.join(work, "corpus.txt")
         subprocess.run([sys.executable, os.path.join(BENCH, "corpus.py"), corpus,
                         "--sentences", str(args.sentences)], check=True)
@@ -151,7 +171,8 @@ def main(argv=None) -> int:
             order = ("base", "head") if k % 2 == 0 else ("head", "base")
             for side in order:
                 out = os.path.join(work, f"out-{side}")
-                runs[side].append(_run_job(trees[side], corpus, model, out, args.precision))
+                runs[side].append(_run_job(trees[side], roots[side], corpus, model, out,
+                                           args.precision))
                 print(f"[{time.strftime('%H:%M:%S')}] round {k + 1} {side}: {runs[side][-1]}",
                       flush=True)
         ratios = {key: _spread([h[key] / b_[key] for h, b_ in zip(runs["head"], runs["base"])])

@@ -59,3 +59,13 @@ def test_the_results_plot_and_table_read_every_kept_throughput_run(tmp_path):
     out = tmp_path / "ratios.png"
     _run("plot_results.py", "--out", str(out))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.pipeline  # the job from two trees, each imported through a view outside it
+def test_the_ab_benchmark_runs_both_trees_and_finds_their_vectors_equal(tmp_path):
+    done = _run("ab_refs.py", "--base", "HEAD", "--rounds", "1", "--sentences", "40",
+                "--precision", "fp32", "--json", str(tmp_path / "ab.json"))
+    result = json.loads((tmp_path / "ab.json").read_text())
+    assert result["vectors"]["rows"] == 40 and result["vectors"]["max_abs_diff"] == 0.0
+    assert [len(result["runs"][side]) for side in ("base", "head")] == [1, 1]
+    assert "A/B over 1 alternating rounds" in done.stdout

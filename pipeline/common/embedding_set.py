@@ -14,9 +14,11 @@ from apache_beam.io.filesystems import FileSystems
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.manifest import (
     MANIFEST,
+    Counts,
     JobManifest,
     ModelEntry,
     PoolingEntry,
+    ShardRows,
 )
 from beam_embed.pipeline.common.staging import safe_names
 from beam_embed.pipeline.common.vector_dtypes import StoredVectors
@@ -102,11 +104,11 @@ class EmbeddingSet:
         return self.manifest.finished_at
 
     @property
-    def counts(self) -> dict:  # read, embedded, ...
+    def counts(self) -> Counts:
         return self.manifest.counts
 
     @property
-    def rows(self) -> dict:  # shard name -> rows (newer runs)
+    def rows(self) -> ShardRows:  # shard name -> rows (newer runs)
         return self.manifest.rows
 
     @property

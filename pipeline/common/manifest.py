@@ -17,9 +17,9 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -148,28 +148,88 @@ def _later(default=None):
     return dataclasses.field(default=default, metadata={"later": True})
 
 
+_HIDDEN = ("extra", "read_order")  # an entry's fields that are not keys of its JSON
+
+
 @dataclass(frozen=True)
 class _Entry:
-    """A nested entry of the job manifest: its keys typed and written in their order; a `_later`
-    key that was absent stays absent, and keys this code does not know are kept as they were
-    read (`extra`), so an entry writes back what it read, byte for byte."""
+    """An entry of a manifest: its keys typed and written in their order; a `_later` key that
+    was absent stays absent, keys this code does not know are kept as they were read (`extra`),
+    and the keys of an entry read back are written in the order they were read (`read_order`:
+    older runs wrote some in another order), so an entry writes back what it read, byte for
+    byte."""
 
     extra: dict = dataclasses.field(default_factory=dict, kw_only=True, hash=False, repr=False)
+    read_order: tuple[str, ...] = dataclasses.field(default=(), kw_only=True, compare=False,
+                                                    hash=False, repr=False)
 
     @classmethod
     def from_json(cls, data: dict):
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v
-                      for k, v in data.items() if k in known},
-                   extra={k: v for k, v in data.items() if k not in known})
+        known = {f.name for f in dataclasses.fields(cls)} - set(_HIDDEN)
+        return cls(**{k: cls._read_value(k, v) for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known},
+                   read_order=tuple(data))
+
+    @classmethod
+    def _read_value(cls, key: str, value):
+        """A key's JSON value as the field holds it (a list as a tuple; an entry overrides this
+        for its nested entries)."""
+        return tuple(value) if isinstance(value, list) else value
 
     def to_json(self) -> dict:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name != "extra" and not (value is None and f.metadata.get("later")):
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        return {**out, **self.extra}
+            if f.name not in _HIDDEN and not (value is None and f.metadata.get("later")):
+                out[f.name] = value.to_json() if hasattr(value, "to_json") else \
+                    list(value) if isinstance(value, tuple) else value
+        out.update(self.extra)
+        ordered = {k: out.pop(k) for k in self.read_order if k in out}
+        return {**ordered, **out}
+
+
+@dataclass(frozen=True, eq=False)
+class _Table(Mapping):
+    """A manifest's table of names (shards, formats) to typed values: a read-only mapping (equal
+    to any mapping with the same items), written back as the JSON object it was read from, in
+    its order."""
+
+    entries: tuple[tuple[str, Any], ...] = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self)))
+
+    @classmethod
+    def from_json(cls, data: dict | None):
+        return cls(tuple((k, cls._read_value(v)) for k, v in (data or {}).items()))
+
+    @classmethod
+    def of(cls, values: dict):
+        """A table of `values` (name -> typed value), in their order."""
+        return cls(tuple(values.items()))
+
+    @staticmethod
+    def _read_value(value):
+        return value
+
+    @staticmethod
+    def _json_value(value):
+        return value
+
+    def to_json(self) -> dict:
+        return {k: self._json_value(v) for k, v in self.entries}
+
+    def __getitem__(self, name: str):
+        for k, v in self.entries:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 @dataclass(frozen=True)
@@ -227,6 +287,68 @@ class ReuseEntry(_Entry):
     rows: int | None = _later()
 
 
+@dataclass(frozen=True)
+class Counts(_Entry):
+    """The run's counts of records (and tokens): those of every run, 0 when nothing was counted,
+    then those only some runs count (None and not written when not counted)."""
+    read: int = 0
+    embedded: int = 0
+    skipped_empty: int = 0
+    dead_lettered: int = 0
+    truncated: int = 0
+    tokens: int = 0
+    files_incomplete: int | None = _later()  # input files cut short or corrupt (absent before)
+    duplicate_ids: int | None = _later()  # --id_field values on more than one record
+    distinct_texts: int | None = _later()  # --dedupe, --reuse: the texts among those embedded
+    encoded: int | None = _later()  # --dedupe, --reuse: the texts the encoder was given
+    reused: int | None = _later()  # --reuse: the records whose vectors were copied
+    split_records: int | None = _later()  # --split: the records the texts were split into
+
+
+class Files(_Table):
+    """The run's shard names (relative to its folder) per format, in the registry's order."""
+
+    @staticmethod
+    def _read_value(value):
+        return tuple(value)
+
+    @staticmethod
+    def _json_value(value):
+        return list(value)
+
+    def names(self, fmt: str) -> tuple[str, ...]:
+        """The shard names of format `fmt`; none when it wrote none."""
+        return self.get(fmt, ())
+
+
+class ShardRows(_Table):
+    """Rows per shard name, counted as the run wrote the shards (absent before)."""
+
+
+@dataclass(frozen=True)
+class Digest(_Entry):
+    """A shard's size and SHA-256 (hex), taken as the run wrote it."""
+    bytes: int | None = _later()
+    sha256: str | None = _later()
+
+
+class Digests(_Table):
+    """A Digest per shard name (absent before); a value that is not an object is kept as read
+    and is no digest."""
+
+    @staticmethod
+    def _read_value(value):
+        return Digest.from_json(value) if isinstance(value, dict) else value
+
+    @staticmethod
+    def _json_value(value):
+        return value.to_json() if isinstance(value, Digest) else value
+
+    def of_shard(self, name: str) -> Digest | None:
+        found = self.get(name)
+        return found if isinstance(found, Digest) else None
+
+
 # What decides a stored vector besides its text and pooling, per key of the manifest's `model`,
 # as messages name it: vectors that differ in any of these must not mix (--reuse copies rows only
 # from a run with the same values, pca --fit applies a fit only to one).
@@ -244,7 +366,8 @@ def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[
 
 # The job manifest's keys read into the typed entries above.
 _ENTRIES = {"model": ModelEntry, "tokens": TokensEntry, "inputs": InputsEntry,
-            "reused_from": ReuseEntry}
+            "reused_from": ReuseEntry, "counts": Counts, "files": Files, "rows": ShardRows,
+            "digests": Digests}
 
 
 @dataclass(frozen=True)
@@ -258,7 +381,8 @@ class JobManifest:
     digests, finished_at, wall_time_s. A key an older run did not write reads as empty (`rows`
     and `digests` came later, readers of earlier versions skip `digests`; `vector_dtype` as
     float32). The nested entries are typed (ModelEntry, PoolingEntry,
-    TokensEntry, InputsEntry, ReuseEntry) and write back the keys they read. The launcher makes
+    TokensEntry, InputsEntry, ReuseEntry, Counts; Files, ShardRows and Digests are typed
+    read-only tables by name) and write back the keys they read, in the order read. The launcher makes
     one before the run (build.manifest_base); the last step of the run completes it with what
     only the run knows (sinks.WriteManifest) and writes it."""
 
@@ -275,12 +399,11 @@ class JobManifest:
     started_at: str = ""
     duplicate_id_example: str | None = None
     reused_from: ReuseEntry | None = None  # --reuse only
-    counts: dict = dataclasses.field(default_factory=dict)  # read, embedded, ...
-    files: dict = dataclasses.field(default_factory=dict)  # format -> shard names
+    counts: Counts = Counts()
+    files: Files = Files()  # format -> shard names
     errors_files: list = dataclasses.field(default_factory=list)
-    rows: dict = dataclasses.field(default_factory=dict)  # shard name -> rows
-    # shard name -> {"bytes": size, "sha256": hex}, hashed as it was written (absent before)
-    digests: dict = dataclasses.field(default_factory=dict)
+    rows: ShardRows = ShardRows()  # shard name -> rows
+    digests: Digests = Digests()  # shard name -> Digest, taken as it was written (absent before)
     finished_at: str = ""
     wall_time_s: float = 0.0
     format_version: int = JOB_MANIFEST_VERSION  # as read; written: written_version
@@ -302,10 +425,10 @@ class JobManifest:
             out[DUPLICATE_EXAMPLE] = self.duplicate_id_example
         if self.reused_from is not None:
             out["reused_from"] = self.reused_from.to_json()
-        out.update({"counts": self.counts, "files": self.files,
-                    "errors_files": self.errors_files, "rows": self.rows})
+        out.update({"counts": self.counts.to_json(), "files": self.files.to_json(),
+                    "errors_files": self.errors_files, "rows": self.rows.to_json()})
         if self.digests:  # runs of earlier versions recorded none
-            out["digests"] = self.digests
+            out["digests"] = self.digests.to_json()
         out.update({"finished_at": self.finished_at, "wall_time_s": self.wall_time_s})
         return out
 
@@ -368,30 +491,113 @@ class JobManifest:
 
 
 @dataclass(frozen=True)
+class PcaInput(_Entry):
+    """The embedding run a pca job read: its folder, the format read, its model."""
+    folder: str = ""
+    format: str = ""
+    model: ModelEntry = ModelEntry()
+
+    @classmethod
+    def _read_value(cls, key: str, value):
+        return ModelEntry.from_json(value) if key == "model" else super()._read_value(key, value)
+
+
+@dataclass(frozen=True)
+class PcaFitEntry(_Entry):
+    """The fit's file, whether it was reused (--fit), and its summary (pca.fit.PcaFit.summary)."""
+    file: str = ""
+    reused: bool = False
+    pooling: str | None = _later()
+    column: str | None = _later()
+    width: int | None = _later()
+    components: int | None = _later()
+    count: int | None = _later()  # the vectors the fit was made from
+    center: bool | None = _later()
+    whiten: bool | None = _later()
+    source: str | None = _later()  # the embedding manifest the fit was made from
+    model: ModelEntry | None = _later()  # that run's model
+    explained_variance_ratio: tuple[float, ...] | None = _later()
+
+    @classmethod
+    def _read_value(cls, key: str, value):
+        if key == "model" and isinstance(value, dict):
+            return ModelEntry.from_json(value)
+        return super()._read_value(key, value)
+
+
+@dataclass(frozen=True)
+class PcaProjections(_Entry):
+    """The projection shards, the records projected, their columns."""
+    files: tuple[str, ...] = ()
+    rows: int = 0
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PcaSample(_Entry):
+    """The sample the projector and the plots show (pca.sample): `size` of `of` records."""
+    size: int = 0
+    of: int = 0
+    seed: int | None = _later()
+    method: str | None = _later()
+    text_chars: int | None = _later()
+    note: str | None = _later()  # in words, as the plots' captions say it
+
+
+@dataclass(frozen=True)
+class PcaProjector(_Entry):
+    """The projector bundle's files by role, relative to the output folder."""
+    tensors: str | None = _later()
+    metadata: str | None = _later()
+    config: str | None = _later()
+
+
+@dataclass(frozen=True)
+class PcaPlot(_Entry):
+    """What the plots map: the method, its dimensions, the column coloring them (or none)."""
+    method: str = "pca"
+    dims: int = 2
+    color_by: str | None = None
+
+
+# The pca manifest's keys read into the typed entries above.
+_PCA_ENTRIES = {"input": PcaInput, "fit": PcaFitEntry, "projections": PcaProjections,
+                "sample": PcaSample, "projector": PcaProjector, "plot": PcaPlot}
+
+
+@dataclass(frozen=True)
 class PcaManifest:
     """`beam-embed pca`'s manifest.json: the only code that writes it.
 
     Its keys, in the order written: format_version, kind ("pca"), input, fit, projections,
-    sample_file, sample, projector, html, png, plot (the last five: pca.exports)."""
+    sample_file, sample, projector, html, png, plot (the last five: pca.exports). The entries
+    are typed (PcaInput, PcaFitEntry, PcaProjections, PcaSample, PcaProjector, PcaPlot) and
+    write back the keys they read."""
 
-    input: dict  # the embedding run read: folder, format, model
-    fit: dict  # file, reused, and the fit's summary
-    projections: dict  # files, rows, columns
+    input: PcaInput
+    fit: PcaFitEntry
+    projections: PcaProjections
     sample_file: str
-    sample: dict
-    projector: dict  # the projector bundle's files by role
+    sample: PcaSample
+    projector: PcaProjector
     html: str
     png: str
-    plot: dict  # method, dims, color_by
+    plot: PcaPlot
     format_version: int = PCA_MANIFEST_VERSION
     KIND: ClassVar[str] = "pca"
 
     def to_json(self) -> dict:
-        return {"format_version": self.format_version, "kind": self.KIND, "input": self.input,
-                "fit": self.fit, "projections": self.projections,
-                "sample_file": self.sample_file, "sample": self.sample,
-                "projector": self.projector, "html": self.html, "png": self.png,
-                "plot": self.plot}
+        return {"format_version": self.format_version, "kind": self.KIND,
+                "input": self.input.to_json(), "fit": self.fit.to_json(),
+                "projections": self.projections.to_json(), "sample_file": self.sample_file,
+                "sample": self.sample.to_json(), "projector": self.projector.to_json(),
+                "html": self.html, "png": self.png, "plot": self.plot.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> PcaManifest:
+        keys = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: _PCA_ENTRIES[k].from_json(v) if k in _PCA_ENTRIES else v
+                      for k, v in data.items() if k in keys})
 
     def write(self, folder: str) -> None:
         _write_json(folder, self.to_json())
@@ -420,6 +626,6 @@ def listed_files(paths, formats) -> dict:
     writes files, in their order) and `errors_files`, from written paths."""
     names = sorted(FileSystems.split(p)[1] for p in paths)
     shards = [n for n in names if n.startswith(f"{PREFIX}-")]
-    return {"files": {f.name: [n for n in shards if n.endswith(f.suffix)]
-                      for f in formats if f.writes_files},
+    return {"files": Files.of({f.name: tuple(n for n in shards if n.endswith(f.suffix))
+                               for f in formats if f.writes_files}),
             "errors_files": [n for n in names if n.startswith(ERRORS_PREFIX)]}

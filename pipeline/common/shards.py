@@ -81,7 +81,7 @@ def check_shards(es, fmt: str, count_all: bool = False) -> CheckedShards:
     SHA-256). Raises IncompleteInput naming the first bad one."""
     paths = es.files.get(fmt, ())
     listed = f"{es.manifest_path} lists it among the {len(paths)} {fmt} shards of that run"
-    digests = {name: d for name, d in (es.manifest.digests or {}).items() if isinstance(d, dict)}
+    digests = es.manifest.digests
     for path in paths:
         if not FileSystems.exists(path):
             raise IncompleteInput(f"{path} is missing: {listed}; restore it or rerun the job")
@@ -90,14 +90,14 @@ def check_shards(es, fmt: str, count_all: bool = False) -> CheckedShards:
         _check_rows(es, entry, paths)
     seen = [_seen(path) for path in paths]
     for path, now in zip(paths, seen):
-        expected = digests.get(FileSystems.split(path)[1], {}).get("bytes")
+        expected = getattr(digests.of_shard(FileSystems.split(path)[1]), "bytes", None)
         if expected is not None and now is not None and now[0] != expected:
             raise IncompleteInput(f"{path} holds {now[0]} bytes, but {es.manifest_path} "
                                   f"records {expected}: it was replaced or cut short since the "
                                   "run wrote it; restore it or rerun the job")
-    verified = bool(paths) and all(FileSystems.split(p)[1] in digests for p in paths)
+    verified = bool(paths) and all(digests.of_shard(FileSystems.split(p)[1]) for p in paths)
     for path in paths:
-        recorded = digests.get(FileSystems.split(path)[1], {}).get("sha256")
+        recorded = getattr(digests.of_shard(FileSystems.split(path)[1]), "sha256", None)
         if recorded is not None and _sha256(path) != recorded:
             raise IncompleteInput(f"{path} is not the file {es.manifest_path} lists: its "
                                   "SHA-256 differs from the one recorded as the run wrote it "
@@ -115,7 +115,7 @@ def _check_rows(es, entry, paths) -> None:
             raise IncompleteInput(f"{path} holds {n} rows, but {es.manifest_path} counts "
                                   f"{expected}; it was replaced: restore it or rerun the job")
         total += n
-    embedded = es.counts.get("embedded")
+    embedded = es.counts.embedded
     if embedded is not None and total != embedded:
         raise IncompleteInput(f"the {entry.title} shards listed in {es.manifest_path} hold "
                               f"{total} rows, but it counts {embedded} embedded records; rerun "

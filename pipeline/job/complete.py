@@ -18,7 +18,7 @@ def check_rows(folder: str) -> None:
     """A CommandError when a format's shards in `folder` (their rows read back when its
     manifest was written) do not hold exactly the records the run counted as embedded."""
     manifest = JobManifest.read(folder)
-    embedded = manifest.counts.get("embedded", 0)
+    embedded = manifest.counts.embedded
     for fmt, names in manifest.files.items():
         rows = sum(manifest.rows.get(name, 0) for name in names)
         if rows != embedded:

@@ -160,7 +160,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
                                finished_at=previous.finished_at,
                                fingerprint=previous.model.fingerprint,
                                manifest_sha256=manifest_sha256[:16],  # of what was read
-                               rows=int(previous.counts.get("embedded", 0))),
+                               rows=previous.counts.embedded),
         checked=checked)
 
 

@@ -21,7 +21,10 @@ from beam_embed.pipeline.common.literal_paths import ExactFinalize
 from beam_embed.pipeline.common.manifest import (
     ERRORS_PREFIX,
     SHARD_TEMPLATE,
+    Counts,
+    Digests,
     JobManifest,
+    ShardRows,
     listed_files,
 )
 from beam_embed.pipeline.common.shard_digests import SIDECAR, take_digests
@@ -78,7 +81,8 @@ class _WriteManifest(beam.DoFn):
         taken = take_digests(list(paths.values()))
         digests = {name: taken[path] for name, path in paths.items() if path in taken}
         manifest = dataclasses.replace(
-            self._base, **dict(extras), counts=totals, **listed, rows=rows, digests=digests,
+            self._base, **dict(extras), counts=Counts.from_json(totals), **listed,
+            rows=ShardRows.of(rows), digests=Digests.from_json(digests),
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             wall_time_s=round(time.time() - self._base.started_unix, 3))
         manifest.write(self._output)

@@ -11,7 +11,7 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.manifest import MANIFEST, JobManifest
+from beam_embed.pipeline.common.manifest import MANIFEST, Counts, JobManifest
 from beam_embed.process import exits
 from beam_embed.process.log import log
 
@@ -118,11 +118,11 @@ def duplicates_line(n: int, example: str | None) -> str:
             "join on id with care")
 
 
-def exit_code(counts: dict, allow_incomplete_input: bool) -> int:
+def exit_code(counts: Counts, allow_incomplete_input: bool) -> int:
     """What a finished run exits with: incomplete input unless accepted, then nothing embedded."""
-    if counts.get("files_incomplete", 0) and not allow_incomplete_input:
+    if counts.files_incomplete and not allow_incomplete_input:
         return exits.INCOMPLETE_INPUT
-    if not counts.get("embedded", 0):
+    if not counts.embedded:
         return exits.NOTHING_EMBEDDED
     return exits.OK
 
@@ -131,34 +131,34 @@ def summarize(output: str, allow_incomplete_input: bool = False) -> int:
     manifest = JobManifest.read(output)
     c = manifest.counts
     shards = ", ".join(f"{len(names)} {fmt}" for fmt, names in manifest.files.items())
-    log(f"done: read {c['read']}, embedded {c['embedded']} ({c['truncated']} truncated), skipped "
-        f"empty {c['skipped_empty']}, dead-lettered {c['dead_lettered']}, {c['tokens']} tokens in "
+    log(f"done: read {c.read}, embedded {c.embedded} ({c.truncated} truncated), skipped "
+        f"empty {c.skipped_empty}, dead-lettered {c.dead_lettered}, {c.tokens} tokens in "
         f"{manifest.wall_time_s:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")
-    if "encoded" in c:  # --dedupe, --reuse
-        line = (f"encoded {c['encoded']} text(s) for {c['embedded']} rows "
-                f"({c['distinct_texts']} distinct texts)")
+    if c.encoded is not None:  # --dedupe, --reuse
+        line = (f"encoded {c.encoded} text(s) for {c.embedded} rows "
+                f"({c.distinct_texts} distinct texts)")
         if manifest.reused_from is not None:
-            line += (f"; copied {c['reused']} rows' vectors from "
+            line += (f"; copied {c.reused} rows' vectors from "
                      f"{manifest.reused_from.output}")
         log(line)
     errors = manifest.errors_files
-    if c["dead_lettered"]:
+    if c.dead_lettered:
         reasons = "; ".join(f"{n} x {r}" for r, n in top_reasons(output, errors))
         where = FileSystems.join(output, errors[0] if len(errors) == 1 else "errors-*.jsonl")
-        log(f"dead-lettered {c['dead_lettered']}: {reasons} (every one, with its id and an "
+        log(f"dead-lettered {c.dead_lettered}: {reasons} (every one, with its id and an "
             f"excerpt, in {where})")
-    if c.get("duplicate_ids", 0):
-        log(duplicates_line(c["duplicate_ids"], manifest.duplicate_id_example))
+    if c.duplicate_ids:
+        log(duplicates_line(c.duplicate_ids, manifest.duplicate_id_example))
     code = exit_code(c, allow_incomplete_input)
-    if c.get("files_incomplete", 0):
+    if c.files_incomplete:
         log(f"{'incomplete' if code == exits.INCOMPLETE_INPUT else 'warning'}: "
-            f"{c['files_incomplete']} input file(s) were cut short or corrupt; the rest of each "
+            f"{c.files_incomplete} input file(s) were cut short or corrupt; the rest of each "
             "is lost (dead letters of kind 'incomplete')" + (
                 "" if allow_incomplete_input else
                 f"; exit code {exits.INCOMPLETE_INPUT} (--allow-incomplete-input accepts this)"))
-    if c["embedded"]:
+    if c.embedded:
         log(next_commands(output, manifest))
-    elif c["dead_lettered"]:
+    elif c.dead_lettered:
         log("nothing was embedded: every record was dead-lettered (reasons above)")
     else:
         log("nothing was embedded: the input had no records with text (check --input and "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
@@ -32,6 +33,9 @@ from beam_embed.pipeline.pca.limits import (
 )
 from beam_embed.process import exits
 from beam_embed.process.log import log
+
+if TYPE_CHECKING:  # the manifest's module imports Beam: not for --help
+    from beam_embed.pipeline.common.manifest import PcaManifest
 
 PROG = "beam-embed pca"
 
@@ -75,16 +79,16 @@ def parse_args(argv=None):
     return args, check_beam_args(rest, p.known_flags(), PROG)
 
 
-def closing_line(manifest: dict, output: str) -> str:
+def closing_line(manifest: PcaManifest, output: str) -> str:
     """What was fitted and projected, what the plots map, and what was written."""
     from beam_embed.pipeline.pca.maps import map_title
 
-    k, rows = manifest["fit"]["components"], manifest["projections"]["rows"]
-    method = manifest["plot"]["method"]
+    k, rows = manifest.fit.components, manifest.projections.rows
+    method = manifest.plot.method
     plotted = "" if method == "pca" else (
-        f"; the plots map the {manifest['sample']['size']:,} sampled records by "
+        f"; the plots map the {manifest.sample.size:,} sampled records by "
         f"{map_title(method, k)}")
-    shards = len(manifest["projections"]["files"])
+    shards = len(manifest.projections.files)
     return (f"done: PCA-{k} of {rows:,} records{plotted} -> {output} (plot.html, plot.png, "
             f"projector/, pca.npz, {shards} projection shard(s), manifest.json)")
 

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from beam_embed.pipeline.common.manifest import PcaPlot, PcaProjector, PcaSample
 from beam_embed.pipeline.common.staging import naming_file
 from beam_embed.pipeline.pca import plots, projector
 from beam_embed.pipeline.pca.maps import axis_labels, compute_map, drawn_method, map_title
@@ -101,7 +102,8 @@ def export_sample(sample_path: str, spec: ExportSpec, variance_ratio=None) -> di
         plots.write_html(fig, html)
     with naming_file(png):
         plots.write_png(coords, colors, f"{heading}\n{note}", axes, png)
-    return {"sample": {**info, "note": note},
-            "projector": {k: f"{PROJECTOR_DIR}/{v}" for k, v in bundle.items()},
+    return {"sample": PcaSample.from_json({**info, "note": note}),
+            "projector": PcaProjector.from_json({k: f"{PROJECTOR_DIR}/{v}"
+                                                 for k, v in bundle.items()}),
             "html": HTML_FILE, "png": PNG_FILE,
-            "plot": {"method": method, "dims": spec.dims, "color_by": spec.color_by}}
+            "plot": PcaPlot(method=method, dims=spec.dims, color_by=spec.color_by)}

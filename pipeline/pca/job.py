@@ -28,7 +28,10 @@ from beam_embed.pipeline.common.manifest import (
     MANIFEST,
     ModelEntry,
     OutputKind,
+    PcaFitEntry,
+    PcaInput,
     PcaManifest,
+    PcaProjections,
     make_folder,
     model_differences,
 )
@@ -192,7 +195,7 @@ def make_plan(args) -> Plan:
     """Checks every option against the manifest and the saved fit."""
     es = load_embedding_set(args.input)
     fmt, shards = es.shards(args.format)
-    records = es.counts.get("embedded")
+    records = es.counts.embedded
     check_records(records, es.manifest_path)
     spec, saved_fit = _fit_spec(args, es, records)
     _check_color_by(args.color_by, es)
@@ -257,11 +260,13 @@ def _manifest(plan: Plan, fit: PcaFit, exports: dict) -> PcaManifest:
     shards = sorted(p.rsplit("/", 1)[-1]
                     for p in matching(plan.output, [f"{PROJECTIONS}-*-of-*.parquet"]))
     return PcaManifest(
-        input={"folder": plan.embeddings.folder, "format": plan.fmt,
-               "model": plan.embeddings.model.to_json()},
-        fit={"file": FIT_FILE, "reused": plan.saved_fit is not None, **fit.summary()},
-        projections={"files": shards, "rows": exports["sample"]["of"],
-                     "columns": ["id", f"pc_1..pc_{fit.spec.components}", *plan.columns[1:]]},
+        input=PcaInput(folder=plan.embeddings.folder, format=plan.fmt,
+                       model=plan.embeddings.model),
+        fit=PcaFitEntry.from_json({"file": FIT_FILE, "reused": plan.saved_fit is not None,
+                                   **fit.summary()}),
+        projections=PcaProjections(
+            files=tuple(shards), rows=exports["sample"].of,
+            columns=("id", f"pc_1..pc_{fit.spec.components}", *plan.columns[1:])),
         sample_file=SAMPLE_FILE, **exports)
 
 
@@ -276,14 +281,14 @@ def check(args) -> Plan:
 def check_all_read(plan: Plan, exports: dict) -> None:
     """Every record the input's manifest counts was projected (the shards were checked before;
     this catches what only reading them shows)."""
-    projected, expected = exports["sample"]["of"], plan.embeddings.counts.get("embedded")
+    projected, expected = exports["sample"].of, plan.embeddings.counts.embedded
     if expected is not None and projected != expected:
         raise IncompleteInput(f"read {projected} records from the {plan.fmt} shards of "
                               f"{plan.embeddings.folder}, but its manifest counts {expected}; "
                               "a shard was replaced or damaged (no PCA manifest was written)")
 
 
-def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
+def run(plan: Plan, beam_args: list[str], command: list[str]) -> PcaManifest:
     """Fits, projects, samples, draws; returns the manifest it wrote last. One job per output
     folder, as for `run`: under the folder's claim, everything is written into the job's
     staging folder and swapped in once complete; a job that fails leaves the previous one as
@@ -299,7 +304,7 @@ def run(plan: Plan, beam_args: list[str], command: list[str]) -> dict:
     return manifest
 
 
-def _write_all(plan: Plan, options: PipelineOptions) -> dict:
+def _write_all(plan: Plan, options: PipelineOptions) -> PcaManifest:
     """The whole job into `plan.output` (the staging folder), its manifest last."""
     warm_up = start_warm_up()  # the plotting libraries, while the pipeline runs
     with beam.Pipeline(runner=runner_for(options), options=options) as p:
@@ -314,4 +319,4 @@ def _write_all(plan: Plan, options: PipelineOptions) -> dict:
     manifest = _manifest(plan, fit, exports)
     with naming_file(FileSystems.join(plan.output, MANIFEST)):
         manifest.write(plan.output)
-    return manifest.to_json()
+    return manifest

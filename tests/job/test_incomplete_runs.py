@@ -12,6 +12,7 @@ import zlib
 
 import pytest
 
+from beam_embed.pipeline.common.manifest import Counts
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.summary import exit_code
 from beam_embed.process import exits
@@ -34,11 +35,11 @@ def _run(output, *args) -> tuple[int, dict | None]:
 
 
 def test_exit_code_of_a_finished_run():
-    assert exit_code({"embedded": 5, "files_incomplete": 0}, False) == exits.OK
-    assert exit_code({"embedded": 5, "files_incomplete": 1}, False) == exits.INCOMPLETE_INPUT
-    assert exit_code({"embedded": 5, "files_incomplete": 1}, True) == exits.OK
-    assert exit_code({"embedded": 0, "files_incomplete": 0}, False) == exits.NOTHING_EMBEDDED
-    assert exit_code({"embedded": 0, "files_incomplete": 1}, True) == exits.NOTHING_EMBEDDED
+    assert exit_code(Counts(embedded=5, files_incomplete=0), False) == exits.OK
+    assert exit_code(Counts(embedded=5, files_incomplete=1), False) == exits.INCOMPLETE_INPUT
+    assert exit_code(Counts(embedded=5, files_incomplete=1), True) == exits.OK
+    assert exit_code(Counts(embedded=0, files_incomplete=0), False) == exits.NOTHING_EMBEDDED
+    assert exit_code(Counts(embedded=0, files_incomplete=1), True) == exits.NOTHING_EMBEDDED
 
 
 @pytest.mark.pipeline
