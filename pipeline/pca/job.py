@@ -30,7 +30,11 @@ from beam_embed.pipeline.common.manifest import (
     model_differences,
 )
 from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.output_formats.schema import META_PREFIX
+from beam_embed.pipeline.common.output_formats.schema import (
+    META_PREFIX,
+    metadata_field,
+    own_columns,
+)
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
@@ -177,7 +181,8 @@ def _check_color_by(color_by: str, es: EmbeddingSet) -> None:
         return
     message = f"unknown --color-by {color_by!r}; expected one of {choices}"
     if color_by not in es.columns:
-        carried = ",".join((*es.metadata_columns, color_by))
+        own = own_columns(p.column for p in es.poolings)
+        carried = ",".join((*(metadata_field(c, own) for c in es.metadata_columns), color_by))
         message += (f"; a field of the input is a column when the run carries it: run "
                     f"`beam-embed run` again with --metadata_fields {carried}")
     raise ValueError(message)
