@@ -36,7 +36,11 @@ from beam_embed.pipeline.common.manifest import (
     model_differences,
 )
 from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.output_formats.schema import META_PREFIX
+from beam_embed.pipeline.common.output_formats.schema import (
+    META_PREFIX,
+    metadata_field,
+    own_columns,
+)
 from beam_embed.pipeline.common.runners import runner_for
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
@@ -174,11 +178,14 @@ def _check_color_by(color_by: str, es: EmbeddingSet) -> None:
         return
     message = f"unknown --color-by {color_by!r}; expected one of {choices}"
     own = {*BASE_TYPES, *(p.column for p in es.poolings), *(p.name for p in es.poolings)}
-    if color_by in own:  # `run` refuses to carry a field under one of its own columns' names
+    if color_by in own:  # `run` keeps an input field of such a name as meta_<field>
         message += (f"; {color_by!r} is a column `beam-embed run` writes itself, one value per "
-                    "record, not a field it carries as a group")
+                    "record, not a field it carries as a group (an input field of that name is "
+                    f"carried as 'meta_{color_by}')")
     elif color_by not in es.columns:
-        carried = ",".join((*es.metadata_columns, color_by))
+        own_names = own_columns(p.column for p in es.poolings)
+        carried = ",".join((*(metadata_field(c, own_names) for c in es.metadata_columns),
+                            color_by))
         message += (f"; a field of the input is a column when the run carries it: run "
                     f"`beam-embed run` again with --metadata_fields {carried}")
     raise ValueError(message)

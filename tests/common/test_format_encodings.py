@@ -154,8 +154,11 @@ def test_token_columns_in_both_formats(dtype):
     read = pq.read_table(io.BytesIO(buffer.getvalue()))
     assert read.column_names == ["id", "text", "source", "meta_source", "tokens", "token_start",
                                  "token_end", "vectors", "num_tokens", "truncated"]
-    examples = [tf.train.Example.FromString(raw).features.feature
-                for raw in tfrecord.serialized(schema, batch)]
+    serialized = tfrecord.serialized(schema, batch)
+    # canonical bytes (map entries in key order): a run's shards are the same in every process
+    assert serialized == [tf.train.Example.FromString(raw).SerializeToString(deterministic=True)
+                          for raw in serialized]
+    examples = [tf.train.Example.FromString(raw).features.feature for raw in serialized]
     for i, (row, f) in enumerate(zip(read.to_pylist(), examples)):
         assert row["tokens"] == t.tokens[i] == [v.decode() for v in f["tokens"].bytes_list.value]
         assert row["token_start"] == t.starts[i].tolist() == f["token_start"].int64_list.value[:]

@@ -21,8 +21,10 @@ from tests.job_helpers import parquet_rows, run_job, tfrecord_rows
 
 pytestmark = pytest.mark.pipeline  # whole jobs and commands, end to end
 
-ROWS = [{"doc_id": f"d{i}", "title": f"title {i % 3}", "body": f"paragraph {i} about rivers",
-         "source": ("debian", "python", "man")[i % 3]} for i in range(12)]
+WORDS = ("the", "cat", "dog", "sat", "on", "mat", "bank", "river", "money", "big", "small")
+ROWS = [{"doc_id": f"d{i}", "title": f"title {i % 3}",
+         "body": " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 2 + i % 5)),
+         "source": ("debian", "python", "man")[i % 3]} for i in range(12)]  # the tiny vocabulary
 
 
 def _corpus(path, rows=ROWS) -> str:
@@ -67,6 +69,10 @@ def test_a_corpus_source_field_is_kept_by_default_and_pca_says_which_it_colours_
             "'meta_source': --color-by meta_source colours by it") in err
     with open(os.path.join(viz, "manifest.json")) as f:
         assert json.load(f)["plot"]["color_by"] == "source"
+    # a field the run did not carry: the flag that carries it names the input's fields
+    assert cli(["pca", "--input", out, "--output", str(tmp_path / "v2"), "--color-by", "x"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "run `beam-embed run` again with --metadata_fields title,source,x")
 
 
 def test_metadata_fields_naming_source_keeps_it(tiny_export, tmp_path, capsys):

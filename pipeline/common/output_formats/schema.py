@@ -49,6 +49,13 @@ def metadata_columns(fields, own, flag: str = "--metadata_fields",
     return tuple(columns)
 
 
+def metadata_field(column: str, own) -> str:
+    """The input field a metadata column holds: meta_source -> source when `own` (the run's own
+    columns) holds source; any other column is its field's name."""
+    field = column.removeprefix(META_PREFIX)
+    return field if field != column and field in own else column
+
+
 @dataclasses.dataclass(frozen=True)
 class OutputSchema:
     """One row per record: shared columns, then one vector column per pooling."""

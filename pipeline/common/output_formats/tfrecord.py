@@ -132,7 +132,8 @@ def serialized(schema, batch) -> list[bytes]:
 
 
 def examples(schema, batch):
-    """The same records built through protobuf's API, serialized one by one."""
+    """The same records built through protobuf's API, serialized one by one (the same bytes
+    as `serialized` gives for a sentence-level batch)."""
     import tensorflow as tf
 
     columns = _feature_columns(schema, batch, _bytes, _ints)
@@ -141,7 +142,11 @@ def examples(schema, batch):
     for i in range(len(batch.records)):
         f = {k: values[i] for k, values in columns.items() if values[i] is not None}
         f.update(vectors(i))
-        yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+        # deterministic: map entries in key order, as the wire route writes them; protobuf's
+        # default order follows Python's string hashing, so a token run's shards differed
+        # from process to process
+        yield tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString(
+            deterministic=True)
 
 
 def _feature_columns(schema, batch, text, ints) -> dict[str, list]:
