@@ -49,7 +49,7 @@ def renamed_keyword(owner: str, old: str, new: str, old_value, new_value):
     import warnings
 
     warnings.warn(f"{owner}({old}=...) is now {owner}({new}=...), as the command line's "
-                  f"--{new}", DeprecationWarning, stacklevel=3)
+                  f"--{new}", DeprecationWarning, stacklevel=4)  # the caller's line
     return old_value
 
 

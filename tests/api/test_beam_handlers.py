@@ -152,3 +152,18 @@ def test_the_documented_keywords_are_in_the_signatures():
         assert keywords <= set(parameters), (name, keywords - set(parameters))
         assert all(p.annotation is not inspect.Parameter.empty for n, p in parameters.items()
                    if n != "self"), name
+
+
+def test_the_command_lines_names_and_the_earlier_ones(tiny_export):
+    """`pooling` as --pooling; `poolings` still taken, with a DeprecationWarning."""
+    from beam_embed import EmbedTexts
+
+    assert EmbedTexts(model=tiny_export, pooling="mean,cls").settings.pooling == ("mean", "cls")
+    with pytest.warns(DeprecationWarning, match=r"EmbedTexts\(poolings=...\) is now "
+                                                r"EmbedTexts\(pooling=...\)"):
+        earlier = EmbedTexts(model=tiny_export, poolings=["cls"])
+    assert earlier.settings.pooling == ("cls",)
+    with pytest.raises(TypeError, match="both pooling= and its earlier name poolings="):
+        EmbedTexts(model=tiny_export, pooling="mean", poolings=["cls"])
+    with pytest.raises(TypeError, match=r"'pooling_'; did you mean pooling\?"):
+        EmbedTexts(model=tiny_export, pooling_="mean")
