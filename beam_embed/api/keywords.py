@@ -47,7 +47,14 @@ def model_spec(settings: RunSettings, threads: tuple[int, int] = (0, 0)):
     from beam_embed.pipeline.job.resolved import ResolvedRun, check_model_limits
 
     import_tensorflow()  # resolving a model may load TensorFlow: quietly
-    spec = settings.encoder_spec(threads)
+    try:
+        spec = settings.encoder_spec(threads)
+    except OSError as e:  # Beam's IO errors hold their cause in a dict's repr: say it plainly
+        from beam_embed.pipeline.common.errors import one_line
+
+        handles = [h for h in (settings.encoder, settings.preprocessor) if h] or [settings.model]
+        raise OSError(f"model {' and '.join(map(repr, handles))} cannot be read: "
+                      f"{one_line(e)}") from e
     return check_model_limits(ResolvedRun(settings, spec), spec.max_positions()).encoder
 
 
