@@ -42,7 +42,8 @@ class EmbedTexts(beam.PTransform):
 
     Elements: a text; an `(id, text)` pair; a dict (or a `beam.Row`) with the text under
     `text_field` ("text") and the id under `id_field` ("id"), its other fields kept on the
-    Embedding. Keywords: the run's settings of the same names (`beam-embed run --help`), with
+    Embedding. A pair's or a dict's text given as bytes is the UTF-8 text they encode (bytes
+    that are not UTF-8, and other binary types, are dead letters saying so). Keywords: the run's settings of the same names (`beam-embed run --help`), with
     the same checks: `model` (a preset, an export-model folder or a SavedModel), `poolings`
     (a list, default the model's recommended), `normalize`, `max_seq_length`, `long_text`
     ("truncate" or "chunk"), `batch_tokens`, `max_batch_size`, `precision`, `accelerator`,
