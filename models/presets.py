@@ -152,6 +152,17 @@ def _is_saved_model(folder: str) -> bool:
     return os.path.exists(local_copy(os.path.join(folder, "saved_model.pb")))
 
 
+def _not_a_model(model: str) -> str:
+    """What `model`, neither a preset nor a folder, is instead: a path names what is there."""
+    if os.path.exists(model):
+        return f"model {model!r} is a file, not a model folder"
+    if os.sep in model or "/" in model or model.startswith((".", "~")):
+        where = (" (~ is not expanded here: give the full path)" if model.startswith("~") else
+                 "" if os.path.isabs(model) else f" (relative to {os.getcwd()})")
+        return f"model {model!r} does not exist{where}"
+    return f"unknown model {model!r}"
+
+
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     """A preset name, a folder written by `export-model`, or a SavedModel whose kind is
     recognized (a TF-Hub URL or folder), to a ModelSpec."""
@@ -159,9 +170,9 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     if model not in presets:
         if is_remote(model) or os.path.isdir(model):
             return from_handles(model) if _is_saved_model(model) else from_export(model)
-        raise ValueError(f"unknown model {model!r}; expected a preset, one of {sorted(presets)}, "
-                         "a folder written by `beam-embed export-model`, or a SavedModel "
-                         "folder or TF-Hub URL")
+        raise ValueError(f"{_not_a_model(model)}; expected a preset, one of "
+                         f"{sorted(presets)}, a folder written by `beam-embed export-model`, or "
+                         "a SavedModel folder or TF-Hub URL")
     p = presets[model]
     if "checkpoint" in p:
         from beam_embed.models.export_format import ExportError

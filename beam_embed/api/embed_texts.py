@@ -51,10 +51,12 @@ class EmbedTexts(beam.PTransform):
 
     Elements: a text; an `(id, text)` pair; a dict (or a `beam.Row`) with the text under
     `text_field` ("text") and the id under `id_field` ("id"), its other fields kept on the
-    Embedding. Keywords: the run's settings of the same names (`beam-embed run --help`), with
-    the same checks: `model` (a preset, an export-model folder or a SavedModel), `pooling`
-    (one or a list, as --pooling; default the model's recommended; the earlier keyword
-    `poolings` still works, with a DeprecationWarning), `normalize`, `max_seq_length`, `long_text`
+    Embedding. A pair's or a dict's text given as bytes is the UTF-8 text they encode (bytes
+    that are not UTF-8, and other binary types, are dead letters saying so). Keywords: the run's
+    settings of the same names (`beam-embed run --help`), with the same checks: `model` (a
+    preset, an export-model folder or a SavedModel), `pooling` (one or a list, as --pooling;
+    default the model's recommended; the earlier keyword `poolings` still works, with a
+    DeprecationWarning), `normalize`, `max_seq_length`, `long_text`
     ("truncate" or "chunk"), `batch_tokens`, `max_batch_size`, `precision`, `accelerator`,
     `encoder`, `preprocessor`, `elmo_signature`, `clean`, `split` ("sentences": one Embedding
     per sentence, ids `ID#sN`), `max_text_bytes`, `text_field`, `id_field`, `progress_every`

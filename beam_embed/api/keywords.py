@@ -125,7 +125,14 @@ def model_spec(settings: RunSettings, threads: tuple[int, int] = (0, 0)):
 
     if _loads_tensorflow(settings):
         import_tensorflow(library_quiet_wanted())
-    spec = settings.encoder_spec(threads)
+    try:
+        spec = settings.encoder_spec(threads)
+    except OSError as e:  # Beam's IO errors hold their cause in a dict's repr: say it plainly
+        from beam_embed.pipeline.common.errors import one_line
+
+        handles = [h for h in (settings.encoder, settings.preprocessor) if h] or [settings.model]
+        raise OSError(f"model {' and '.join(map(repr, handles))} cannot be read: "
+                      f"{one_line(e)}") from e
     positions = recorded_positions(spec.encoder) if spec.encoder else None
     if positions is None:
         if "tensorflow" not in sys.modules:

@@ -38,7 +38,9 @@ def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
     (a pooling's name or column; default the run's first), read from the first format it wrote
     that this reader reads (Parquet, then TFRecord). A missing, damaged or replaced shard (one
     whose size or SHA-256 is not the one the run recorded, or that changed while it was read)
-    is an error naming it (IncompleteInput), never fewer or other rows; a run of an earlier
+    is an error naming it (IncompleteInput), never fewer or other rows, and so is a damaged
+    manifest (not a JSON object, a key of the wrong shape, a pooling width its shards do not
+    hold: never more vectors than ids); a run of an earlier
     version records no SHA-256, which is said as a warning."""
     from beam_embed.models.tf_import import import_tensorflow
     from beam_embed.pipeline.common.embedding_set import load_embedding_set

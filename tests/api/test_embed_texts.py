@@ -81,6 +81,27 @@ def test_every_element_form(tiny_export):
     assert (e.id, e.text, e.fields) == ("c1", "the cat", {})
 
 
+def test_bytes_texts_are_read_as_utf8_or_refused_with_the_reason(tiny_export):
+    """Bytes as the text of a pair or a dict are the UTF-8 text they encode (the same vectors
+    as that str), never their repr; bytes that are not UTF-8, or another binary type, are
+    dead letters saying so."""
+    collected = Collected()
+    with test_pipeline.TestPipeline() as p:
+        good, bad = (p | beam.Create([("s", "the café"), ("b", "the café".encode()),
+                                      {"id": "d", "text": b"a dog ran"}, ("x", b"\xff\xfecat"),
+                                      {"id": "a", "text": bytearray(b"the cat")}])
+                     | EmbedTexts(model=tiny_export, poolings=["mean"]).with_exception_handling())
+        collected.of(good, "Good")
+        collected.of(bad, "Bad")
+    found = {e.id: e for e in collected[good]}
+    assert sorted(found) == ["b", "d", "s"]
+    assert found["b"].text == "the café" and found["d"].text == "a dog ran"
+    np.testing.assert_array_equal(found["b"].vectors["mean"], found["s"].vectors["mean"])
+    assert sorted((d.id, d.reason) for d in collected[bad]) == [
+        ("a", "text field 'text' is bytearray, not a string"),
+        ("x", "text is not UTF-8 (invalid start byte at byte 0)")]
+
+
 def test_a_bad_element_fails_the_pipeline_naming_it(tiny_export):
     with pytest.raises(Exception, match=r"id 'r5' \(empty text; .*with_exception_handling"):
         with test_pipeline.TestPipeline() as p:

@@ -58,3 +58,38 @@ def test_settings_are_checked_as_the_runs(tiny_export):
         load_encoder(tiny_export, poolings=["mean"])
     with pytest.raises(ValueError, match=r"--max_seq_length must be a positive integer"):
         load_encoder(tiny_export, max_seq_length=0)
+
+
+def test_bad_model_paths_are_named_with_what_was_expected(tmp_path, monkeypatch):
+    expected = r"; expected a preset, one of \[.*\], a folder written by `beam-embed export-model`"
+    missing = str(tmp_path / "no-such-model")
+    with pytest.raises(ValueError, match=rf"^model '{missing}' does not exist{expected}"):
+        load_encoder(missing)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=rf"^model 'models/mini' does not exist \(relative to "
+                                         rf"{tmp_path}\){expected}"):
+        load_encoder("models/mini")
+    (tmp_path / "model.txt").write_text("not a model")
+    with pytest.raises(ValueError, match=rf"^model 'model.txt' is a file, not a model "
+                                         rf"folder{expected}"):
+        load_encoder("model.txt")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"empty is neither a `beam-embed export-model` folder "
+                                         r"\(no beam_embed.json, encoder/, preprocessor/\) nor a "
+                                         r"SavedModel \(no saved_model.pb\); it holds nothing"):
+        load_encoder(str(tmp_path / "empty"))
+    with pytest.raises(ValueError, match=rf"model handle '{missing}' is not a folder; give a "
+                                         "SavedModel folder"):
+        load_encoder(encoder=missing)
+
+
+def test_a_model_on_unreachable_storage_is_named(monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    with pytest.raises(OSError, match=r"^model 'gs://bkt/model' cannot be read: cannot connect "
+                                      rf"to Cloud Storage \(127.0.0.1:{port}"):
+        load_encoder("gs://bkt/model")

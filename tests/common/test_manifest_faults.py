@@ -74,11 +74,14 @@ def test_read_embeddings_refuses_a_width_its_shards_do_not_hold(runs, run, width
 
 
 @pytest.mark.parametrize("width", [4, 16])
-def test_search_and_pca_refuse_a_width_the_shards_do_not_hold(runs, width, tmp_path, capsys):
-    folder = _copy(runs["parquet", "float32"], tmp_path, _width(width))
-    assert cli(["search", folder, "the cat"]) == exits.INCOMPLETE_INPUT
-    line = _one_line(capsys, "search")
-    assert f"width {width}" in line and "does not describe these shards" in line
+@pytest.mark.parametrize("run", [("parquet", "float32"), ("tfrecord", "int8")])
+def test_search_and_pca_refuse_a_width_the_shards_do_not_hold(runs, run, width, tmp_path,
+                                                               capsys):
+    folder = _copy(runs[run], tmp_path, _width(width))
+    if run[0] == "parquet":  # search reads Parquet
+        assert cli(["search", folder, "the cat"]) == exits.INCOMPLETE_INPUT
+        line = _one_line(capsys, "search")
+        assert f"width {width}" in line and "does not describe these shards" in line
     code = cli(["pca", "--input", folder, "--output", str(tmp_path / "viz")])
     assert code == exits.INCOMPLETE_INPUT
     line = _one_line(capsys, "pca")

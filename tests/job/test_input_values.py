@@ -66,3 +66,22 @@ def test_a_field_over_csvs_default_limit_but_within_max_text_bytes_is_read(
     assert letter["id"] == f"{corpus}:4"
     assert letter["reason"] == "a field is over --max-text-bytes=250000"
     assert manifest["counts"]["dead_lettered"] == 1
+
+
+def test_ids_of_objects_in_every_record_are_said_and_id_field_empty_numbers_them(
+        tiny_export, tmp_path):
+    """An `id` that is an object in every record (a database export's {"$oid": ...}): each
+    record is a dead letter saying so; `--id_field ''` gives them path:line ids instead."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": {"$oid": f"a{i}"}, "text": WORDS[i]}) + "\n"
+                              for i in range(3)), encoding="utf-8")
+    from beam_embed.pipeline.job.command import main
+
+    out = tmp_path / "out"
+    assert main(["--output", str(out), "--progress_every", "0", "--input", str(corpus),
+                 "--model", tiny_export]) == 4  # nothing embedded
+    assert {d["reason"] for d in dead_letters(str(out))} == {
+        "id field 'id' is an object, not a single value"}
+    numbered = str(tmp_path / "numbered")
+    run_job(numbered, "--input", str(corpus), "--model", tiny_export, "--id_field", "")
+    assert sorted(parquet_rows(numbered)) == [f"{corpus}:{n}" for n in (1, 2, 3)]
