@@ -95,9 +95,11 @@ def _identity(address: str, timeout_s: float) -> dict:
     import asyncio
 
     from distributed.core import rpc
+    from distributed.security import Security
 
-    async def ask():
-        remote = rpc(address, timeout=timeout_s)
+    async def ask():  # TLS as dask's configuration sets it up for a Client
+        remote = rpc(address, timeout=timeout_s,
+                     connection_args=Security().get_connection_args("client"))
         try:
             return await asyncio.wait_for(remote.identity(), timeout_s)
         finally:
