@@ -23,6 +23,7 @@ says how the unseen rows will fare, and a low fidelity is a warning.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
@@ -127,15 +128,24 @@ def _read(records, seen: dict, clean: bool, splitter, windows: int) -> bool:
     return False
 
 
-def vector_storage(run, calibrate: bool = True,
-                   texts: list[str] | None = None) -> tuple[StoredVectors, ...]:
+def vector_storage(run, calibrate: bool = True, texts: list[str] | None = None,
+                   replaced=None) -> tuple[StoredVectors, ...]:
     """Each pooling column's storage, in the run's widths' order. int8 is calibrated on `texts`
     (the Python API's sample), else on a sample of the run's files (a ValueError when they hold
     no text to calibrate on); not `calibrate` (a dry run, which reads no data): int8 without its
-    ranges, which only describes the job."""
+    ranges, which only describes the job. `replaced`: this run's manifest as far as it is known
+    before the run (build.manifest_base), when it replaces a run in its output folder: that
+    run's ranges are kept when it stored int8 vectors of the same model and poolings."""
     dtype = run.settings.vector_dtype
     if dtype != "int8" or not calibrate:
         return tuple(StoredVectors(dtype, width) for _, width in run.widths)
+    if replaced is not None and (kept := kept_ranges(run, replaced)) is not None:
+        return kept
+    began = time.monotonic()
+    if texts is None:
+        log("--vector_dtype int8: calibrating each dimension's range on a sample of the input "
+            "(reading it, then embedding up to "
+            f"{CALIBRATION_ROWS:,} of its distinct texts) before the run starts")
     sample = sample_texts(run) if texts is None else Sample(
         list(dict.fromkeys(texts))[:CALIBRATION_ROWS])
     if not sample.texts:
@@ -144,6 +154,9 @@ def vector_storage(run, calibrate: bool = True,
     embedder = run.encoder.build()  # loaded already, to learn the widths
     ordered = sorted(sample.texts, key=len)  # batches of alike lengths pack short
     parts = [embedder.embed(ordered[i:i + BATCH]).vectors for i in range(0, len(ordered), BATCH)]
+    if texts is None:
+        log(f"--vector_dtype int8: calibrated on {len(ordered):,} distinct texts in "
+            f"{time.monotonic() - began:.1f}s")
     stored = []
     for column, width in run.widths:
         vectors = np.concatenate([p[column] for p in parts])
@@ -152,6 +165,33 @@ def vector_storage(run, calibrate: bool = True,
         if not sample.whole:
             _warn_if_unfit(column, vectors, of_input=texts is None)
     return tuple(stored)
+
+
+def kept_ranges(run, base) -> tuple[StoredVectors, ...] | None:
+    """The int8 ranges of the run in this run's output folder, which this one replaces, when
+    it stored the same vectors (model and its settings, poolings: as --reuse compares them) as
+    int8 with ranges for each; None otherwise (this run calibrates). Calibrating costs a sample
+    of the input embedded (~30 s for MiniLM on 2 cores); a re-run of the same corpus with a few
+    new documents gets the same ranges back, and its rows stay comparable with the old ones'."""
+    from beam_embed.pipeline.common.manifest import JobManifest, model_differences
+    from beam_embed.pipeline.job.reuse import vector_columns
+
+    try:
+        previous = JobManifest.read(run.output)
+    except ValueError:  # none there, or not one this version reads
+        return None
+    if previous.vector_dtype != "int8" or previous.granularity != base.granularity or \
+            model_differences(previous.model, base.model, "this run's") or \
+            vector_columns(previous) != vector_columns(base):
+        return None
+    entries = {p.column: p for p in previous.poolings}
+    if any(entries[c].scale is None or entries[c].offset is None for c, _ in run.widths):
+        return None
+    log(f"--vector_dtype int8: kept the ranges of the run this one replaces in {run.output} "
+        f"(same model and poolings, calibrated for its run of {previous.started_at}); no "
+        "calibration needed (another --output calibrates afresh on this input)")
+    return tuple(StoredVectors("int8", width, tuple(entries[c].scale), tuple(entries[c].offset))
+                 for c, width in run.widths)
 
 
 def held_out_fidelity(vectors: np.ndarray) -> tuple[float, float]:

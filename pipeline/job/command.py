@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
 
         check_runner(options)  # a Dask run's scheduler answers
         check_output(settings.output, JOB, settings.overwrite)  # before the model loads
+        if settings.reuse:  # what its manifest alone refuses, before the model or int8's sample
+            from beam_embed.pipeline.job.reuse import check_reusable
+
+            check_reusable(settings.reuse)
         run = resolve(settings, options, spec)  # the model's spec
         check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
         run.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
@@ -119,16 +123,20 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
                 run = dataclasses.replace(run, widths=probe_widths(
                     run, on_host=not workers_run_here(options)))
                 run = check_model_limits(run, run.encoder.max_positions())
+                from beam_embed.pipeline.job.build import manifest_base
                 from beam_embed.pipeline.job.calibration import vector_storage
 
-                run = dataclasses.replace(run, stored=vector_storage(run))  # int8: calibrated
+                # int8's ranges come last: every refusal before that work
+                run = dataclasses.replace(run, stored=vector_storage(run, calibrate=False))
                 check_stores(run)  # reached, their tables made, before any data is read
+                int8_rerun = settings.overwrite and settings.vector_dtype == "int8"
+                base = manifest_base(run) if settings.reuse or int8_rerun else None
                 if settings.reuse:  # its shards and settings, now that the model's are final
-                    from beam_embed.pipeline.job.build import manifest_base
                     from beam_embed.pipeline.job.reuse import previous_run
 
-                    run = dataclasses.replace(run, previous=previous_run(settings.reuse,
-                                                                         manifest_base(run)))
+                    run = dataclasses.replace(run, previous=previous_run(settings.reuse, base))
+                run = dataclasses.replace(run, stored=vector_storage(  # int8: calibrated, or kept
+                    run, replaced=base if int8_rerun else None))
             except ValueError as e:
                 return _bad_config(e)
             staging = staged.stage()

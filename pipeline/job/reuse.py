@@ -91,12 +91,12 @@ def _differences(previous: JobManifest, base: JobManifest, earlier: bool) -> lis
     if earlier:  # the same files, hashed as that version did
         theirs = dataclasses.replace(theirs, fingerprint=base.model.fingerprint)
     diffs = model_differences(theirs, base.model, "this run's")
-    if _vector_columns(previous) != _vector_columns(base):
+    if vector_columns(previous) != vector_columns(base):
         diffs.append(f"poolings {_poolings(previous)}, this run's {_poolings(base)}")
     return diffs
 
 
-def _vector_columns(manifest: JobManifest) -> tuple:
+def vector_columns(manifest: JobManifest) -> tuple:
     """What each pooling's vectors are (name, column, width, normalization), not how a run
     stores them: an int8 run's ranges are its own, and copied float32 rows are stored with them
     as its encoded rows are."""
@@ -108,6 +108,34 @@ def _poolings(manifest: JobManifest) -> str:
                      for p in manifest.poolings) or "none"
 
 
+def _unusable(folder: str, previous: JobManifest, granularity: str) -> None:
+    """The refusals a run's manifest alone decides (no model needed)."""
+    if previous.granularity != "sentence" or granularity != "sentence":
+        raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
+                               "(the previous run's granularity is "
+                               f"{previous.granularity!r})")
+    if previous.vector_dtype != "float32":
+        raise _refused(folder, f"it stored its vectors as {previous.vector_dtype} "
+                               "(--vector_dtype), not the encoder's float32 values, and rounded "
+                               "vectors must not mix with exact ones; reuse copies from a float32 "
+                               "run")
+    if not previous.text_column:
+        raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
+                               "text to match against this run's texts")
+
+
+def check_reusable(folder: str) -> None:
+    """What the previous run's manifest alone refuses (no manifest, a float16/int8/binary run,
+    no texts, token vectors), checked before the model loads or int8 calibrates: a refusal
+    costs no work. previous_run checks the rest once the model is known."""
+    folder = folder.rstrip("/")
+    try:
+        previous = JobManifest.read(folder)
+    except ValueError as e:
+        raise _refused(folder, str(e)) from e
+    _unusable(folder, previous, "sentence")
+
+
 def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     """The run in `folder`, checked against the new run's manifest `base` (made before the
     run: its model and poolings); a ValueError in one line naming what stands in the way."""
@@ -117,22 +145,13 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     except (ValueError, IncompleteInput) as e:  # refused as its damaged shards are
         raise _refused(folder, str(e)) from e
     if previous.granularity != "sentence" or base.granularity != "sentence":
-        raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
-                               "(the previous run's granularity is "
-                               f"{previous.granularity!r})")
+        _unusable(folder, previous, base.granularity)
     earlier = _earlier_fingerprint(previous, base)
     diffs = _differences(previous, base, earlier)
     if diffs:
         raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
                                "mix with new ones: " + "; ".join(diffs))
-    if previous.vector_dtype != "float32":
-        raise _refused(folder, f"it stored its vectors as {previous.vector_dtype} "
-                               "(--vector_dtype), not the encoder's float32 values, and rounded "
-                               "vectors must not mix with exact ones; reuse copies from a float32 "
-                               "run")
-    if not previous.text_column:
-        raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
-                               "text to match against this run's texts")
+    _unusable(folder, previous, base.granularity)
     try:
         es = EmbeddingSet(folder, previous, manifest_sha256)
     except ValueError as e:  # a shard name that leads out of the folder

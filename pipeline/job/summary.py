@@ -48,6 +48,7 @@ def top_reasons(output: str, files: list[str]) -> list[tuple[str, int]]:
 
 
 COLOURS = 9  # values pca's plot gives a colour of their own (more share one grey "other")
+SHARDS_READ = 8  # shards whose metadata columns are counted (a large run's first ones)
 VIZ_TRIES = 100  # -viz, -viz-2, ...: the first free folder is suggested
 
 
@@ -79,11 +80,12 @@ def _exists(path: str) -> bool:
 
 def _color_flag(output: str, manifest: JobManifest) -> str:
     """` --color-by COLUMN`, or "" where pca's default (source: the input file) fits."""
-    columns = [*manifest.metadata_columns, "source"]
-    counts = _value_counts(output, manifest.files.get("parquet", []), columns)
+    columns = list(manifest.metadata_columns)
+    counts = _value_counts(output, manifest.files.get("parquet", [])[:SHARDS_READ], columns)
     if counts is None:  # no Parquet shards to count in: length fits any run
         return " --color-by length"
-    fit = [c for c in columns if 2 <= counts[c] <= COLOURS]
+    counts["source"] = manifest.inputs.files or 0  # a row's source is its input file
+    fit = [c for c in [*columns, "source"] if 2 <= counts[c] <= COLOURS]
     if not fit:
         return " --color-by length"
     return "" if fit[0] == "source" else f" --color-by {fit[0]}"

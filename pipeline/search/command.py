@@ -5,7 +5,8 @@
 Each query is embedded with the model, pooling, normalization and length settings recorded in
 OUTPUT_DIR/manifest.json (the model's fingerprint is checked first), then the Parquet shards are
 scanned once for all queries, block by block (scan.py): exact cosine top k, bounded memory.
-Prints rank, score, id and text, marking words shared with the query (highlight.py).
+Prints rank, score, id and text, marking words shared with the query (highlight.py). Hits of
+one text are shown once, with how many records hold it (`--no-collapse`: every record).
 `--model` points at the model when the recorded handle moved; it must be the same model.
 """
 

@@ -158,3 +158,75 @@ def test_a_sample_of_repeats_alone_is_warned_about(tiny_export, tmp_path, monkey
     assert manifest["counts"]["embedded"] == 2050
     assert ("warning: --vector_dtype int8: the 'mean' ranges come from 1 distinct texts, too few "
             "to check them against the rest of the input") in capsys.readouterr().err
+
+
+@pytest.fixture
+def embedded(monkeypatch):
+    """Every text the encoder embeds in this process (calibration included), in order."""
+    from beam_embed.models.embedder import Embedder
+
+    seen, original = [], Embedder.embed
+
+    def counted(self, texts):
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(Embedder, "embed", counted)
+    return seen
+
+
+def _ranges(out: str) -> dict:
+    with open(os.path.join(out, "manifest.json")) as f:
+        return {p["column"]: (p["scale"], p["offset"]) for p in json.load(f)["poolings"]}
+
+
+@pytest.mark.pipeline
+def test_an_int8_rerun_keeps_the_ranges_of_the_run_it_replaces(tiny_export, tmp_path, capsys,
+                                                               embedded):
+    """A re-run into the same folder (+20 documents) keeps the int8 ranges of the run it
+    replaces, saying so, and embeds no calibration sample; other poolings calibrate afresh,
+    and a calibration says so while it runs."""
+    texts = _distinct(220)
+    out = str(tmp_path / "out")
+    args = ("--model", tiny_export, "--format", "parquet", "--vector_dtype", "int8")
+    run_job(out, "--input", write_lines(str(tmp_path / "a.txt"), texts[:200]), *args,
+            "--pooling", "mean")
+    err = capsys.readouterr().err
+    assert "--vector_dtype int8: calibrating each dimension's range on a sample" in err
+    assert "--vector_dtype int8: calibrated on 200 distinct texts in " in err
+    first = _ranges(out)
+    grown = write_lines(str(tmp_path / "b.txt"), texts)
+    embedded.clear()
+    run_job(out, "--input", grown, *args, "--pooling", "mean", "--overwrite")
+    err = capsys.readouterr().err
+    assert f"--vector_dtype int8: kept the ranges of the run this one replaces in {out}" in err
+    assert "calibrating" not in err
+    assert sorted(t for t in embedded if t in texts) == sorted(texts)  # the rows' alone
+    assert _ranges(out) == first
+    decoded, scale = _decoded(out)
+    assert len(decoded) == 220
+    embedded.clear()
+    run_job(out, "--input", grown, *args, "--pooling", "mean,cls", "--overwrite")
+    err = capsys.readouterr().err
+    assert "calibrating each dimension's range" in err and "kept the ranges" not in err
+    assert sum(t in texts for t in embedded) == 2 * 220  # the sample (every text), the rows
+    assert _ranges(out)["mean"] != first["mean"]  # 220 texts' ranges, not 200's
+
+
+@pytest.mark.pipeline
+def test_reuse_from_an_int8_run_is_refused_before_any_work(tiny_export, tmp_path, capsys,
+                                                           embedded):
+    from beam_embed.pipeline.job.command import main
+
+    corpus = write_lines(str(tmp_path / "c.txt"), _distinct(50))
+    previous = str(tmp_path / "prev")
+    run_job(previous, "--input", corpus, "--model", tiny_export, "--vector_dtype", "int8")
+    embedded.clear()
+    capsys.readouterr()
+    code = main(["--input", corpus, "--model", tiny_export, "--vector_dtype", "int8",
+                 "--reuse", previous, "--output", str(tmp_path / "new")])
+    err = capsys.readouterr().err
+    assert code == 2 and embedded == []  # no calibration sample, no record
+    assert f"--reuse {previous!r}: it stored its vectors as int8" in err
+    assert "calibrating" not in err and len(err.strip().splitlines()) == 1
+    assert not os.path.exists(tmp_path / "new")
