@@ -59,3 +59,25 @@ def test_atexit_handlers_run_now_and_once():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.split("\n")[0] == "[1] [1]"  # ran now, then cleared as an exit leaves them
+
+
+def test_an_import_that_calls_dict_config_leaves_the_handlers_open(tmp_path, monkeypatch):
+    import logging
+    import sys
+
+    module = tmp_path / "configures_logging_on_import.py"
+    module.write_text("import logging.config\nlogging.config.dictConfig({'version': 1, "
+                      "'disable_existing_loggers': False})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    handler = logging.StreamHandler(open(tmp_path / "log.txt", "w"))
+    logging.getLogger("beam_embed.test").addHandler(handler)
+    try:
+        apis.import_keeping_handlers("configures_logging_on_import")
+        assert not handler.stream.closed
+        logging.getLogger("beam_embed.test").warning("still open")
+        handler.flush()
+        assert "still open" in (tmp_path / "log.txt").read_text()
+    finally:
+        logging.getLogger("beam_embed.test").removeHandler(handler)
+        handler.close()
+        sys.modules.pop("configures_logging_on_import", None)

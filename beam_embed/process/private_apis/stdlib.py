@@ -1,5 +1,6 @@
 """Python's own private APIs the project relies on: argparse's help-formatter hooks and its table
-of option strings, atexit's handler runner. Imported by `--help` and flag errors: nothing heavy
+of option strings, atexit's handler runner, logging's list of every handler made (a library
+that calls logging.config.dictConfig when imported closes them all: pymilvus does). Imported by `--help` and flag errors: nothing heavy
 here.
 """
 
@@ -58,3 +59,21 @@ def run_atexit_handlers() -> None:
     run = getattr(atexit, "_run_exitfuncs", None)
     if run is not None:
         run()
+
+
+def import_keeping_handlers(name: str):
+    """Imports the module `name` without letting a logging.config.dictConfig at its import close
+    the handlers the process already has (the host's, pytest's, Beam's): dictConfig flushes and
+    closes whatever logging's private handler list holds, so the list is held aside meanwhile."""
+    import importlib
+    import logging
+
+    held = logging._handlerList[:]  # weak references to every handler made so far
+    named = dict(logging._handlers)
+    logging._handlerList[:] = []
+    try:
+        return importlib.import_module(name)
+    finally:
+        logging._handlerList[:0] = held
+        for key, handler in named.items():
+            logging._handlers.setdefault(key, handler)

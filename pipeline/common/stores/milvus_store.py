@@ -11,7 +11,7 @@ import numpy as np
 from beam_embed.pipeline.common.stores.base import Store
 from beam_embed.pipeline.common.stores.rows import RowBatch
 from beam_embed.process.log import is_verbose
-from beam_embed.process.log_handlers import import_keeping_handlers
+from beam_embed.process.private_apis.stdlib import import_keeping_handlers
 
 ID_BYTES = 65535  # Milvus's longest VARCHAR
 

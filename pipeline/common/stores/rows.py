@@ -70,7 +70,5 @@ def run_rows(folder: str, pooling: str | None) -> RunRows:
                          f"(formats {sorted(found.files)})")
     payload = ("id",) + (("text",) if found.has_text else ()) + ("source",) + \
         found.metadata_columns
-    count = int(found.counts.get("embedded", 0)) if isinstance(found.counts, dict) else \
-        int(getattr(found.counts, "embedded", 0))
-    return RunRows(folder.rstrip("/"), chosen.name, chosen.column, chosen.width, count, payload,
+    return RunRows(folder.rstrip("/"), chosen.name, chosen.column, chosen.width, int(found.counts.embedded or 0), payload,
                    str(found.model.name))
