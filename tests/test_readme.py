@@ -1,7 +1,8 @@
-"""The README as a new user follows it: `make run`'s command, then every block marked
-`<!-- runs offline -->` exactly as written, in a fresh folder; the "Reading the output" snippets
-on that run and on a run with another model, pooling and no metadata; no link outside the
-repository."""
+"""The README and docs/ as a new user follows them: `make run`'s command, then every block marked
+`<!-- runs offline -->` exactly as written, in a fresh folder, in reading order (README.md, then
+the docs/ pages in the order the README links them); the "Reading the output" snippets
+(docs/reading.md) on that run and on a run with another model, pooling and no metadata; no link
+outside the repository, none to a missing file or heading."""
 
 from __future__ import annotations
 
@@ -30,9 +31,38 @@ def _read(name: str) -> str:
         return f.read()
 
 
+def reading_order() -> list[str]:
+    """README.md, then each docs/ page in the order the README first links it, then any page it
+    does not link (none: a test checks), so a block that reads what an earlier one wrote (`make
+    run`'s output, then pca, search, store) runs after it."""
+    linked = re.findall(r"\]\((docs/[^)#]+\.md)(?:#[^)]*)?\)", _read("README.md"))
+    pages = list(dict.fromkeys(linked))
+    rest = sorted(set(glob.glob("docs/*.md", root_dir=ROOT)) - set(pages))
+    return ["README.md", *pages, *rest]
+
+
+def section(name: str, title: str) -> str:
+    """The text under heading `title` in file `name`, up to the next heading of its level or
+    above (code blocks' `#` lines are not headings)."""
+    lines, out, level, fence = _read(name).splitlines(), None, 0, False
+    for line in lines:
+        fence = fence != line.lstrip().startswith("```")
+        heading = re.match(r"(#+) (.*)", line) if not fence else None
+        if out is None:
+            if heading and heading.group(2) == title:
+                out, level = [], len(heading.group(1))
+        elif heading and len(heading.group(1)) <= level:
+            break
+        else:
+            out.append(line)
+    assert out is not None, f"{name} has no heading {title!r}"
+    return "\n".join(out)
+
+
 def offline_commands() -> list[str]:
-    """Each command of the marked bash blocks, continuation lines joined, in README order."""
-    blocks = re.findall(re.escape(MARK) + r"\n```bash\n(.*?)```", _read("README.md"), re.S)
+    """Each command of the marked bash blocks, continuation lines joined, in reading order."""
+    blocks = [b for name in reading_order()
+              for b in re.findall(re.escape(MARK) + r"\n```bash\n(.*?)```", _read(name), re.S)]
     lines = [line for b in blocks for line in b.replace("\\\n", " ").splitlines()]
     return [line for line in lines if line.strip() and not line.startswith("#")]
 
@@ -46,8 +76,8 @@ def make_run() -> list[str]:
 
 
 def snippets() -> list[str]:
-    section = _read("README.md").split("## Reading the output", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return re.findall(r"```python\n(.*?)```", section("docs/reading.md", "Reading the output"),
+                      re.S)
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +166,14 @@ def test_reading_the_output_snippets_work_on_any_run(run, index, request, capsys
 
 
 def api_snippets() -> list[str]:
-    section = _read("README.md").split("## Use it from Python", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return re.findall(r"```python\n(.*?)```", section("docs/python.md", "Use it from Python"),
+                      re.S)
+
+
+def test_the_readme_python_examples_are_tested_ones():
+    """The README's short "Use it from Python" shows examples of docs/python.md, which run."""
+    shown = re.findall(r"```python\n(.*?)```", section("README.md", "Use it from Python"), re.S)
+    assert shown and all(code in api_snippets() for code in shown)
 
 
 def test_the_python_api_examples_run_as_written(clone, capsys, caplog, monkeypatch):
@@ -247,20 +283,42 @@ def test_reading_the_output_snippets_decode_every_dtype(index, dtype_run, exact,
         _close_to_exact(batch["mean"].numpy(), ids, exact, manifest)
 
 
+def _anchors(name: str) -> set[str]:
+    """The fragments GitHub gives a file's headings: lower case, punctuation dropped, spaces as
+    hyphens, a repeated one numbered."""
+    seen, fence = {}, False
+    for line in _read(name).splitlines():
+        fence = fence != line.lstrip().startswith("```")
+        heading = re.match(r"#+ (.*)", line) if not fence else None
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            seen[slug] = seen.get(slug, -1) + 1
+            seen.setdefault(f"{slug}-{seen[slug]}" if seen[slug] else slug, 0)
+    return set(seen)
+
+
 def test_docs_point_at_nothing_outside_the_repository():
     for name in ["README.md", *glob.glob("docs/*.md", root_dir=ROOT)]:
         text = _read(name)
         assert not re.search(r"(^|[\s(`'\"=])\.\./", text, re.M), name  # a path going up
         assert "/work/" not in text, name
-        for target in re.findall(r"\]\(([^)#]+)\)", text):
-            if not target.startswith("http"):
-                path = os.path.join(ROOT, os.path.dirname(name), target)
-                assert os.path.exists(path), f"{name} links to missing {target}"
+        for target, anchor in re.findall(r"\]\(([^)#]*)(?:#([^)]*))?\)", text):
+            if target.startswith("http"):
+                continue
+            file = os.path.normpath(os.path.join(os.path.dirname(name), target or name))
+            assert os.path.exists(os.path.join(ROOT, file)), f"{name} links to missing {target}"
+            if anchor:
+                assert anchor in _anchors(file), f"{name} links to missing {target}#{anchor}"
+
+
+def test_the_readme_points_at_every_docs_page():
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", _read("README.md")))
+    assert linked == set(glob.glob("docs/*.md", root_dir=ROOT))
 
 
 def compact_snippet() -> str:
-    section = _read("README.md").split("### Compact vectors", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (code,) = re.findall(r"```python\n(.*?)```",
+                         section("docs/run.md", "Compact vectors: --vector_dtype"), re.S)
     return code
 
 
