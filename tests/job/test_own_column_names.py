@@ -45,7 +45,7 @@ def _kept(out: str, manifest: dict, columns: list[str], corpus: str) -> None:
     for rows in (parquet_rows(out), tfrecord_rows(out)):
         assert {rid: r["meta_source"] for rid, r in rows.items()} == theirs
         assert {r["source"] for r in rows.values()} == {corpus}
-    import pandas as pd  # as the README's pandas snippet reads the run
+    import pandas as pd  # as docs/reading.md's pandas snippet reads the run
 
     frame = pd.concat(pd.read_parquet(os.path.join(out, name))
                       for name in manifest["files"]["parquet"])

@@ -128,7 +128,7 @@ CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "The", "the", "Caf√
 
 @pytest.mark.pipeline
 def test_google_checkpoint_through_export_model_and_the_job(tmp_path):
-    """The README's two commands on a cased checkpoint with accented words: every pooling of
+    """docs/models.md's two commands on a cased checkpoint with accented words: every pooling of
     every record equals the numpy BERT (tanh GELU) on the ids the vocabulary gives, and a text
     longer than the model's 64 positions is truncated and flagged."""
     from beam_embed.pipeline.cli import main
