@@ -57,6 +57,7 @@ class Checkpoint:
     dense: tuple = ()  # sentence-transformers Dense layers after pooling (st_modules.Dense)
     include_prompt: bool = True  # sentence-transformers' Pooling include_prompt
     modules: tuple[str, ...] = ()  # sentence-transformers module types, in order
+    default_prompt: str | None = None  # what sentence-transformers prepends to every text
 
 
 def load_json(path: str) -> dict:

@@ -39,6 +39,8 @@ from beam_embed.models.export_format import (
 )
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
+DEFAULT_PROMPT = ("sentence-transformers prepends the model's default prompt {prompt!r} to every "
+                  "text; runs embed the text as it is, so their vectors differ from its encode()'s")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "
              "use cls or mean pooling")
 
@@ -90,7 +92,8 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
         "has_pooler": mapped.has_pooler,
-        "warnings": [] if mapped.has_pooler else [NO_POOLER],
+        "warnings": ([] if mapped.has_pooler else [NO_POOLER]) + (
+            [DEFAULT_PROMPT.format(prompt=ckpt.default_prompt)] if ckpt.default_prompt else []),
         "unused_variables": list(mapped.unused),
         "modules": list(ckpt.modules),
         "include_prompt": ckpt.include_prompt,
@@ -139,8 +142,8 @@ def export_checkpoint(src_dir: str, out_dir: str, name: str | None = None, *,
         raise (CheckpointError if outcome["error"] == "CheckpointError" else RuntimeError)(
             outcome["message"])
     meta = outcome["metadata"]
-    if not meta["has_pooler"]:
-        logging.warning("%s: %s", src_dir, NO_POOLER)
+    for warning in meta["warnings"]:
+        logging.warning("%s: %s", src_dir, warning)
     return meta
 
 

@@ -156,6 +156,7 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
         dense=modules.dense if modules else (),
         include_prompt=modules.include_prompt if modules else True,
         modules=modules.types if modules else (),
+        default_prompt=modules.default_prompt if modules else None,
     )
 
 

@@ -47,6 +47,7 @@ class Modules:
     dense: tuple[Dense, ...]
     include_prompt: bool
     types: tuple[str, ...]  # the modules' types, in order
+    default_prompt: str | None = None  # the prompt sentence-transformers prepends by default
 
 
 def _refuse(path: str, module: dict, why: str) -> CheckpointError:
@@ -144,4 +145,13 @@ def read_modules(root: str) -> Modules | None:
                               " module; a sentence-transformers BERT model has Transformer and "
                               "Pooling")
     return Modules(os.path.normpath(transformer), pooling, normalize, tuple(dense),
-                   include_prompt, tuple(str(m.get("type")) for m in modules))
+                   include_prompt, tuple(str(m.get("type")) for m in modules),
+                   _default_prompt(root))
+
+
+def _default_prompt(root: str) -> str | None:
+    """The prompt config_sentence_transformers.json makes encode() prepend to every text."""
+    path = os.path.join(root, "config_sentence_transformers.json")
+    cfg = load_json(path) if os.path.isfile(path) else {}
+    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
+    return prompts.get(cfg.get("default_prompt_name")) or None

@@ -199,3 +199,16 @@ def test_minilm_with_a_dense_layer_added(minilm_checkpoint, minilm_export, tmp_p
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     assert ours.shape == (4, 256)
     np.testing.assert_allclose(ours, expected, atol=1e-5)
+
+
+def test_a_default_prompt_is_said_not_silently_skipped(tmp_path, caplog):
+    """Prompts are not applied by runs yet: a model whose encode() prepends one by default
+    exports with a warning naming it, in beam_embed.json and in the log."""
+    root = str(tmp_path / "st")
+    st_folder(root, "mean")
+    _write_json(os.path.join(root, "config_sentence_transformers.json"),
+                {"prompts": {"query": "query: ", "document": ""},
+                 "default_prompt_name": "query"})
+    meta = export_checkpoint(root, str(tmp_path / "export"))
+    said = [w for w in meta["warnings"] if "default prompt 'query: '" in w]
+    assert len(said) == 1 and said[0] in caplog.text
