@@ -175,7 +175,7 @@ def check_export(folder: str) -> dict:
         except HandleError as e:
             raise ExportError(str(e)) from e
     for name in dense_files(meta):
-        if not tf.io.gfile.exists(os.path.join(folder, name)):
+        if not files.exists(os.path.join(folder, name)):
             raise ExportError(f"{os.path.join(folder, name)} is missing: one of the Dense layers "
                               f"{METADATA_FILE} lists; {REEXPORT}")
     _check_vocab(folder, meta)
