@@ -79,7 +79,11 @@ class BertPreprocessor(tf.Module):
         init = tf.lookup.TextFileInitializer(
             self._vocab_asset, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE,
             tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER)
-        self._table = tf.lookup.StaticHashTable(init, default_value=-1)
+        # Anonymous: a named table's shared_name is built from the Asset's repr, which holds a
+        # memory address, so each export's graph bytes (and its fingerprint) would differ; an
+        # anonymous table also cannot be shared by mistake between two models in one process.
+        self._table = tf.lookup.StaticHashTable(init, default_value=-1,
+                                                experimental_is_anonymous=True)
         self._lower_case = lower_case
         self._strip_accents = strip_accents
         self._flavor = flavor

@@ -69,7 +69,8 @@ def encoder_lanes() -> int:
 
 class Embedder:
     def __init__(self, encoder, poolings: tuple[Pooling, ...], normalize: bool = False,
-                 long_text: str = "truncate", chunk_overlap: int = 32):
+                 long_text: str = "truncate", chunk_overlap: int = 32,
+                 truncate_dim: int | None = None):
         if long_text not in LONG_TEXT_MODES:
             raise ValueError(f"unknown long-text mode {long_text!r}; expected one of "
                              f"{list(LONG_TEXT_MODES)}")
@@ -81,6 +82,7 @@ class Embedder:
         self.encoder = encoder
         self.poolings = poolings
         self.normalize = normalize
+        self.truncate_dim = truncate_dim
         self.long_text = long_text
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
@@ -98,7 +100,11 @@ class Embedder:
         return [p.column for p in self.poolings]
 
     def _pool(self, out: EncoderOutput) -> dict[str, np.ndarray]:
-        return {p.column: np.asarray(p(out), np.float32) for p in self.poolings}
+        """Each pooling's vectors, through the model's head when it has one (a window of a
+        chunked text is a text to it: the head is not linear, so it runs before averaging)."""
+        head = self.encoder.head or (lambda x: x)
+        return {p.column: np.asarray(head(np.asarray(p(out), np.float32)), np.float32)
+                for p in self.poolings}
 
     def _encode(self, rows: Units) -> dict[str, np.ndarray]:
         """Pooled vectors of `rows`, in encoder calls grouped by the encoder's plan (BERT: rows of
@@ -146,9 +152,19 @@ class Embedder:
             truncated = np.zeros_like(truncated)
         else:
             vectors = self._encode(pieces if self._room is None else pieces.truncated(self._room))
-        if self.normalize:
+        if self.truncate_dim is not None:
+            vectors = {k: self._truncated(k, v) for k, v in vectors.items()}
+        if self.normalize:  # after truncation: the first K dimensions, unit length again
             vectors = {k: l2_normalize(v) for k, v in vectors.items()}
         return Embedded(vectors=vectors, num_tokens=num_tokens, truncated=truncated)
+
+    def _truncated(self, column: str, v: np.ndarray) -> np.ndarray:
+        """Matryoshka truncation: the first `truncate_dim` dimensions, refused above the width
+        (the launcher's probe meets this before any data is read)."""
+        if self.truncate_dim > v.shape[1]:
+            raise ValueError(f"--truncate_dim {self.truncate_dim} is above the width of pooling "
+                             f"{column!r} ({v.shape[1]}); expected 1..{v.shape[1]}")
+        return np.ascontiguousarray(v[:, :self.truncate_dim])
 
     def _embed_chunked(self, pieces: Units, long_rows: np.ndarray) -> dict:
         """Long rows become overlapping windows; their vectors are averaged, weighted by the

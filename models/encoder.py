@@ -133,6 +133,9 @@ class Encoder(abc.ABC):
     plans: ClassVar[bool] = False
     # False when one call must finish before the next starts (an XLA program on one TPU).
     parallel_calls: bool = True
+    # the model's layers after pooling (a sentence-transformers Dense stack: models/dense_head.py),
+    # applied to every pooling's vectors; None: the pooled vectors are the model's
+    head = None
     # True when `warm_up(spec)` loads the model and runs it once ahead of from_spec, on another
     # thread (models/warm_up.py); from_spec then waits for it rather than loading again.
     warms_up: ClassVar[bool] = False

@@ -110,6 +110,24 @@ def exported(folder: str, name: str) -> str:
     return out
 
 
+def same_cache_export(recorded: str | None, encoder: str) -> str | None:
+    """The cache entry's name (`<name>-<key>`) when the SavedModel handle a manifest recorded
+    and `encoder` are the same SavedModel of one cache entry and that export is there now:
+    exports of the same checkpoint files in the same export format (the key says both), so
+    they give the same vectors, even where an earlier export's graph bytes differed (its
+    preprocessor's table name held a memory address). None otherwise."""
+    if not recorded:
+        return None
+    ours, theirs = os.path.normpath(encoder), os.path.normpath(recorded)
+    entry = os.path.basename(os.path.dirname(ours))
+    match = EXPORT_NAME.match(entry)
+    if (not match or match.group("pid") or os.path.basename(ours) != os.path.basename(theirs)
+            or os.path.basename(os.path.dirname(theirs)) != entry
+            or not os.path.isfile(os.path.join(os.path.dirname(ours), METADATA_FILE))):
+        return None
+    return entry
+
+
 def folder_bytes(path: str) -> int:
     if not os.path.isdir(path):
         return os.path.getsize(path) if os.path.exists(path) else 0

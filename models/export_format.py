@@ -24,10 +24,18 @@ REQUIRED = {"format_version": (int, "an integer"), "kind": (str, "a string"),
             "max_seq_length": (int, "an integer"), "vocab_size": (int, "an integer")}
 OPTIONAL = {"name": (str, "a string"), "has_pooler": (bool, "true or false"),
             "max_position_embeddings": (int, "an integer"),
-            "encoders": (dict, "an object (precision -> folder)")}
+            "encoders": (dict, "an object (precision -> folder)"),
+            "dense": (list, "a list of Dense layers")}
 # What a run reads of the metadata that changes a vector (the model fingerprint covers it): all
 # of the above but the name, which is shown, never computed with.
 RUN_READS = tuple(k for k in {**REQUIRED, **OPTIONAL} if k != "name")
+DENSE = "dense"  # the folder of a sentence-transformers model's Dense layers (dense_head.py)
+
+
+def dense_files(meta: dict) -> list[str]:
+    """The files (relative to the export) its metadata's Dense layers name."""
+    layers = [d for d in meta.get("dense") or [] if isinstance(d, dict)]
+    return [f for d in layers for f in (d.get("weight"), d.get("bias")) if isinstance(f, str)]
 
 
 class ExportError(ValueError):
@@ -166,6 +174,10 @@ def check_export(folder: str) -> dict:
             check_variables(saved_model, required=True, fix=REEXPORT)
         except HandleError as e:
             raise ExportError(str(e)) from e
+    for name in dense_files(meta):
+        if not files.exists(os.path.join(folder, name)):
+            raise ExportError(f"{os.path.join(folder, name)} is missing: one of the Dense layers "
+                              f"{METADATA_FILE} lists; {REEXPORT}")
     _check_vocab(folder, meta)
     return meta
 

@@ -39,6 +39,27 @@ def _max(out: EncoderOutput, layer) -> np.ndarray:
     return x.max(axis=1)
 
 
+def _mean_sqrt_len(out: EncoderOutput, layer) -> np.ndarray:
+    """sentence-transformers' mean_sqrt_len_tokens: the masked sum over sqrt(token count)."""
+    mask = out.mask[..., None]
+    total = (out.layers[layer] * mask).sum(axis=1)
+    return total / np.sqrt(np.maximum(mask.sum(axis=1), 1.0))
+
+
+def _weighted_mean(out: EncoderOutput, layer) -> np.ndarray:
+    """sentence-transformers' weightedmean_tokens: token i (from 1) weighs i."""
+    weights = out.mask * np.arange(1, out.mask.shape[1] + 1, dtype=np.float32)
+    total = (out.layers[layer] * weights[..., None]).sum(axis=1)
+    return total / np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
+
+
+def _last_token(out: EncoderOutput, layer) -> np.ndarray:
+    """sentence-transformers' lasttoken: the last real token's vector (rows padded at the end)."""
+    seq = out.mask.shape[1]
+    last = seq - 1 - np.argmax(out.mask[:, ::-1] > 0, axis=1)
+    return out.layers[layer][np.arange(len(last)), last]
+
+
 def _model_pooled(key: str) -> Callable[[EncoderOutput, int], np.ndarray]:
     def pool(out: EncoderOutput, layer) -> np.ndarray:
         return out.pooled[key]
@@ -55,9 +76,12 @@ POOLERS: dict[str, Callable[[EncoderOutput, int], np.ndarray]] = {
     "cls": _cls,
     "mean": _mean,
     "max": _max,
+    "mean_sqrt_len_tokens": _mean_sqrt_len,
+    "weightedmean": _weighted_mean,
+    "lasttoken": _last_token,
     "pooled_output": _model_pooled("pooled_output"),
 }
-LAYERED = frozenset({"cls", "mean", "max"})
+LAYERED = frozenset({"cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"})
 # ELMo: the module's own `default` (mean of `elmo` over real tokens), and mask-aware means of
 # each of its token-level outputs.
 ELMO_OUTPUTS = ("elmo", "word_emb", "lstm_outputs1", "lstm_outputs2")

@@ -17,6 +17,7 @@ from beam_embed.models.export_format import (
     METADATA_FILE,
     PREPROCESSOR,
     RUN_READS,
+    dense_files,
     saved_models,
 )
 from beam_embed.models.file_digests import file_sha256
@@ -112,6 +113,10 @@ def fingerprint(*handles: str | None) -> str:
             digest.update(b"metadata\0" + json.dumps(read, sort_keys=True).encode() + b"\n")
         for sub in _saved_models(meta):
             _hash_folder(digest, os.path.join(folder, sub), sub)
+        for name in dense_files(meta) if isinstance(meta, dict) else ():
+            path = os.path.join(folder, name)
+            found = file_sha256(path) if os.path.isfile(path) else "missing"
+            digest.update(f"{name}\0{found}\n".encode())
     return digest.hexdigest()[:16]
 
 

@@ -63,6 +63,8 @@ class EncoderSpec:
     # The accelerator's code path on this machine's CPU, without its device: a launcher whose
     # workers hold the device checks the model so. Never set in the spec workers get.
     on_host: bool = False
+    # Matryoshka: keep each vector's first K dimensions (normalized again when `normalize`)
+    truncate_dim: int | None = None
 
     def parsed_poolings(self):
         """The poolings as beam_embed.models.pooling.Pooling, checked against the encoder kind."""
@@ -111,7 +113,7 @@ class EncoderSpec:
         if self.granularity == "token":
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
         return Embedder(encoder, self.parsed_poolings(), normalize=self.normalize,
-                        long_text=self.long_text)
+                        long_text=self.long_text, truncate_dim=self.truncate_dim)
 
 
 def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str:
@@ -125,21 +127,41 @@ EARLIER_FINGERPRINT = ("its manifest records the model's fingerprint as earlier 
                        "weights changed since that run would not show")
 
 
+SAME_CHECKPOINT = ("its manifest's model fingerprint {recorded} was taken over an earlier export "
+                   "of the same checkpoint files in the same export format (cache entry "
+                   "{entry}, now {now}), whose graph differed only in a table name holding a "
+                   "memory address: the same vectors, accepted")
+
+
 @dataclasses.dataclass(frozen=True)
 class RecordedFingerprint:
     """How a fingerprint a manifest recorded stands to the model at its handles now."""
     now: str  # the model's fingerprint now
     same: bool  # the recorded one is the model's, as this version or an earlier one computed it
-    earlier: bool  # ... as an earlier version computed it (say EARLIER_FINGERPRINT)
+    earlier: bool  # accepted though not equal: computed by an earlier version, or over an
+    # earlier export of the same checkpoint (`note` says which, in one line)
+    note: str = ""
 
 
 def recorded_fingerprint(recorded: str | None, kind: str, encoder: str,
-                         preprocessor: str | None = None) -> RecordedFingerprint:
-    """`recorded` (a manifest's) against the model of `kind` at these handles now."""
+                         preprocessor: str | None = None,
+                         recorded_encoder: str | None = None) -> RecordedFingerprint:
+    """`recorded` (a manifest's) against the model of `kind` at these handles now.
+    `recorded_encoder`: the encoder handle the manifest names, which tells an export of the
+    same checkpoint in the model cache (export_cache.same_cache_export)."""
+    from beam_embed.models.export_cache import same_cache_export
+
     cls = encoder_kind(kind).encoder_class()
     now = cls.fingerprint(encoder, preprocessor)
-    earlier = recorded != now and recorded in cls.earlier_fingerprints(encoder, preprocessor)
-    return RecordedFingerprint(now, recorded == now or earlier, earlier)
+    if recorded == now:
+        return RecordedFingerprint(now, True, False)
+    if recorded in cls.earlier_fingerprints(encoder, preprocessor):
+        return RecordedFingerprint(now, True, True, EARLIER_FINGERPRINT)
+    entry = same_cache_export(recorded_encoder, encoder)
+    if entry is not None:
+        return RecordedFingerprint(now, True, True, SAME_CHECKPOINT.format(
+            recorded=recorded, entry=entry, now=now))
+    return RecordedFingerprint(now, False, False)
 
 
 def _check_tpu(accelerator: str, precision: str, granularity: str) -> None:
@@ -184,7 +206,8 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                  precision: str | None = None, options: tuple[tuple[str, str], ...] = (),
                  threads: tuple[int, int] = (0, 0), name: str | None = None,
                  presets: dict | None = None, accelerator: str = "auto",
-                 batch: tuple[int, int] = (16384, 512)) -> EncoderSpec:
+                 batch: tuple[int, int] = (16384, 512),
+                 truncate_dim: int | None = None) -> EncoderSpec:
     """A checked EncoderSpec for `model` (a preset or an export-model folder) or for TF-Hub
     handles (`encoder`, `preprocessor`, optionally their `kind`). Unset flags take the model's
     recommendation (pooling, normalize, max length) or the accelerator's (precision: bf16 on a
@@ -201,6 +224,11 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
     check_choice("token-dtype", token_dtype, TOKEN_DTYPES)
     check_choice("precision", precision, PRECISIONS)
     _check_options(options)
+    if truncate_dim is not None:
+        check_positive("truncate_dim", truncate_dim)
+        if granularity == "token":
+            raise ValueError("--truncate_dim applies to sentence vectors; expected --granularity "
+                             "sentence")
     if granularity == "token" and long_text == "chunk":
         raise ValueError("--long-text chunk applies to sentence vectors; token granularity "
                          "truncates (use --split sentences for long documents)")
@@ -228,4 +256,5 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
         options=tuple(options), granularity=granularity, token_layer=token_layer,
         token_unit=token_unit, token_dtype=token_dtype, precision=precision,
         intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name,
-        accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1])
+        accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1],
+        truncate_dim=truncate_dim)

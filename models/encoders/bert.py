@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from beam_embed.models import accelerators, cpu
+from beam_embed.models.dense_head import DenseHead
 from beam_embed.models.encoder import Encoder, Units, WordPieces, Words
 from beam_embed.models.encoder_choices import PRECISIONS
 from beam_embed.models.encoders import encoder_kind
@@ -136,6 +137,8 @@ class HubBertEncoder(Encoder):
                                    on_cpu=accelerator == "auto")
         with tf.device(accelerators.HOST if accelerator == "tpu" else None):  # the probe's call
             self._setup(preprocessor_model, forward, max_seq_length)
+        self.head = DenseHead.of_export(os.path.dirname(encoder.rstrip("/")),
+                                        export_metadata(encoder))
         if accelerator == "tpu":
             self._compiled = CompiledForward(forward, strategy)
             self.fixed_shapes = encoder_kind(self.kind).fixed_shapes(*batch, self.max_seq_length)

@@ -34,6 +34,9 @@ class TokenizerSettings:
     model_max_length: int | None
     lower_case_source: str = "tokenizer_config.json"  # how lower_case was decided
     flavor: str = HUGGING_FACE  # whose tokenizer to follow (bert_preprocessor.FLAVORS)
+    # the vocabulary by id when `vocab_file` is not a vocab.txt (tokenizer.json): the export
+    # writes it as one
+    vocab_entries: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +54,10 @@ class Checkpoint:
     normalize: bool
     max_seq_length: int  # what the model was trained/tuned for
     weights_note: str = ""  # how the weights were chosen, when there was a choice
+    dense: tuple = ()  # sentence-transformers Dense layers after pooling (st_modules.Dense)
+    include_prompt: bool = True  # sentence-transformers' Pooling include_prompt
+    modules: tuple[str, ...] = ()  # sentence-transformers module types, in order
+    default_prompt: str | None = None  # what sentence-transformers prepends to every text
 
 
 def load_json(path: str) -> dict:

@@ -28,6 +28,8 @@ def layout_of(path: str, checkpoint: str | None = None) -> str:
         return HUGGING_FACE
     if checkpoint is not None or "bert_config.json" in has:
         return GOOGLE
+    if "modules.json" in has:  # sentence-transformers: the Transformer's files in a sub-folder
+        return HUGGING_FACE
     raise CheckpointError(
         f"{path} has no config.json (a Hugging Face folder: config.json, model.safetensors or "
         "pytorch_model.bin, vocab.txt) and no bert_config.json (a google-research/bert folder: "

@@ -21,6 +21,8 @@ from beam_embed.models.export.checkpoint import (
     load_config,
     load_json,
 )
+from beam_embed.models.export.st_modules import read_modules
+from beam_embed.models.export.tokenizer_json import TOKENIZER_JSON, read_tokenizer_json
 from beam_embed.models.export.weight_map import HF_NAMES, Tensors
 
 SUPPORTED_MODEL_TYPES = ("bert",)
@@ -34,27 +36,9 @@ ACTIVATION_NOTE = ("Hugging Face's hidden_act names: 'gelu' is the exact erf for
                    "'gelu_pytorch_tanh' the tanh approximation")
 
 
-def _sentence_transformers_pooling(path: str) -> tuple[str, bool, int | None]:
-    """Reads sentence-transformers' modules.json and 1_Pooling/config.json when present."""
-    pooling, normalize, max_len = "cls", False, None
-    modules_file = os.path.join(path, "modules.json")
-    pooling_file = os.path.join(path, "1_Pooling", "config.json")
-    if os.path.exists(modules_file):
-        modules = load_json(modules_file)
-        normalize = any("Normalize" in m.get("type", "") for m in modules)
-        pooling = "mean"  # sentence-transformers' own default when no pooling config says else
-    if os.path.exists(pooling_file):
-        cfg = load_json(pooling_file)
-        if cfg.get("pooling_mode_cls_token"):
-            pooling = "cls"
-        elif cfg.get("pooling_mode_mean_tokens"):
-            pooling = "mean"
-        elif cfg.get("pooling_mode_max_tokens"):
-            pooling = "max"
-    st_file = os.path.join(path, "sentence_bert_config.json")
-    if os.path.exists(st_file):
-        max_len = load_json(st_file).get("max_seq_length")
-    return pooling, normalize, max_len
+def _sentence_bert_max_length(folder: str) -> int | None:
+    st_file = os.path.join(folder, "sentence_bert_config.json")
+    return load_json(st_file).get("max_seq_length") if os.path.exists(st_file) else None
 
 
 def check_safetensors(file: str) -> None:
@@ -91,8 +75,11 @@ def _weights_file(path: str) -> str:
     )
 
 
-def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
-    """Validates a Hugging Face folder; `lower_case` overrides tokenizer_config.json."""
+def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
+    """Validates a Hugging Face folder (or a sentence-transformers one: the Transformer's files
+    where its modules.json says); `lower_case` overrides tokenizer_config.json."""
+    modules = read_modules(root)
+    path = modules.transformer if modules else root
     config = load_config(path, "config.json")
     model_type = config.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
@@ -109,11 +96,28 @@ def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
     weights = _weights_file(path)
     if weights.endswith(".safetensors"):
         check_safetensors(weights)
-    vocab_file, vocab = check_vocab(path, config, "config.json")
     tok_cfg_file = os.path.join(path, "tokenizer_config.json")
     tok_cfg = load_json(tok_cfg_file) if os.path.exists(tok_cfg_file) else {}
+    fast = None
+    if (not os.path.exists(os.path.join(path, "vocab.txt"))
+            and os.path.exists(os.path.join(path, TOKENIZER_JSON))):
+        fast = read_tokenizer_json(path)
+        vocab_file, vocab = os.path.join(path, TOKENIZER_JSON), fast.vocab
+        if len(vocab) != config["vocab_size"]:
+            raise CheckpointError(
+                f"{path}: {TOKENIZER_JSON} has {len(vocab)} vocabulary entries but config.json's "
+                f"vocab_size is {config['vocab_size']}; the vocabulary does not belong to these "
+                "weights")
+        # as transformers' BertTokenizerFast: tokenizer_config.json's settings, when it has
+        # them, override the normaliser's
+        tok_cfg = {"do_lower_case": fast.lower_case, "strip_accents": fast.strip_accents,
+                   **{k: v for k, v in tok_cfg.items() if v is not None}}
+    else:
+        vocab_file, vocab = check_vocab(path, config, "config.json")
     source = "tokenizer_config.json do_lower_case" if "do_lower_case" in tok_cfg else (
         "Hugging Face's default (no do_lower_case in tokenizer_config.json)")
+    if fast is not None and tok_cfg["do_lower_case"] == fast.lower_case:
+        source = f"{TOKENIZER_JSON} normalizer lowercase"
     if lower_case is not None:
         source = "--lower-case" if lower_case else "--no-lower-case"
     lower = bool(tok_cfg.get("do_lower_case", True)) if lower_case is None else lower_case
@@ -128,11 +132,14 @@ def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
         tokenize_chinese_chars=bool(tok_cfg.get("tokenize_chinese_chars", True)),
         model_max_length=model_max,
         lower_case_source=source,
+        vocab_entries=tuple(vocab) if fast is not None else (),
     )
-    pooling, normalize, st_max = _sentence_transformers_pooling(path)
+    # sentence-transformers' own default pooling is mean; a plain BERT checkpoint's is [CLS]
+    pooling, normalize = (modules.pooling, modules.normalize) if modules else ("cls", False)
+    st_max = _sentence_bert_max_length(path)
     max_positions = int(config["max_position_embeddings"])
     max_len = min(x for x in (st_max, model_max, max_positions) if x)
-    name = config.get("_name_or_path") or os.path.basename(os.path.normpath(path))
+    name = config.get("_name_or_path") or os.path.basename(os.path.normpath(root))
     return Checkpoint(
         path=path,
         name=os.path.basename(str(name).rstrip("/")) or "bert",
@@ -146,6 +153,10 @@ def inspect_hf_folder(path: str, lower_case: bool | None = None) -> Checkpoint:
         pooling=pooling,
         normalize=normalize,
         max_seq_length=max_len,
+        dense=modules.dense if modules else (),
+        include_prompt=modules.include_prompt if modules else True,
+        modules=modules.types if modules else (),
+        default_prompt=modules.default_prompt if modules else None,
     )
 
 

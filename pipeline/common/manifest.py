@@ -244,6 +244,7 @@ class ModelEntry(_Entry):
     max_seq_length: int | None = None  # None: the whole text (text-in embedders)
     long_text: str | None = _later()
     precision: str | None = _later()  # absent before --reuse
+    truncate_dim: int | None = _later()  # --truncate_dim: absent when vectors are whole
 
 
 @dataclass(frozen=True)
@@ -353,7 +354,8 @@ class Digests(_Table):
 # as messages name it: vectors that differ in any of these must not mix (--reuse copies rows only
 # from a run with the same values, pca --fit applies a fit only to one).
 VECTOR_SETTINGS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
-                   "long_text": "long-text policy", "precision": "precision"}
+                   "long_text": "long-text policy", "precision": "precision",
+                   "truncate_dim": "truncate_dim"}
 
 
 def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[str]:

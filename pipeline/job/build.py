@@ -99,7 +99,7 @@ def manifest_base(run) -> JobManifest:
         model=ModelEntry(name=spec.name, kind=spec.kind, encoder=spec.encoder,
                          preprocessor=spec.preprocessor, fingerprint=spec.fingerprint(),
                          max_seq_length=spec.max_seq_length, long_text=spec.long_text,
-                         precision=spec.precision),
+                         precision=spec.precision, truncate_dim=spec.truncate_dim),
         poolings=tuple(PoolingEntry(p.spec, p.column, width[p.column], spec.normalize,
                                     *ranges.get(p.column, (None, None))) for p in poolings),
         vector_dtype=s.vector_dtype,

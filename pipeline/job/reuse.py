@@ -27,7 +27,7 @@ import hashlib
 
 import apache_beam as beam
 
-from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
+from beam_embed.models.spec import recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
@@ -76,17 +76,19 @@ def _refused(folder: str, why: str) -> ValueError:
                       "every record)")
 
 
-def _earlier_fingerprint(previous: JobManifest, base: JobManifest) -> bool:
-    """The previous run recorded this model's fingerprint as an earlier version computed it
-    (over fewer of its files): the same model as far as that run can tell."""
+def _earlier_fingerprint(previous: JobManifest, base: JobManifest) -> str:
+    """Why the previous run's fingerprint, not this model's, still names this model, in one
+    line (an earlier version computed it over fewer of its files, or it was taken over an
+    earlier export of the same checkpoint in the model cache); "" when it does not."""
     model = base.model
     if previous.model.fingerprint == model.fingerprint or model.kind is None:
-        return False
-    return recorded_fingerprint(previous.model.fingerprint, model.kind, model.encoder,
-                                model.preprocessor).earlier
+        return ""
+    found = recorded_fingerprint(previous.model.fingerprint, model.kind, model.encoder,
+                                 model.preprocessor, previous.model.encoder)
+    return found.note if found.earlier else ""
 
 
-def _differences(previous: JobManifest, base: JobManifest, earlier: bool) -> list[str]:
+def _differences(previous: JobManifest, base: JobManifest, earlier: str) -> list[str]:
     theirs = previous.model
     if earlier:  # the same files, hashed as that version did
         theirs = dataclasses.replace(theirs, fingerprint=base.model.fingerprint)
@@ -169,7 +171,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     except IncompleteInput as e:
         raise _refused(folder, f"its shards are incomplete or changed: {one_line(e)}") from e
     if earlier:
-        log(f"--reuse {folder}: {EARLIER_FINGERPRINT}")
+        log(f"--reuse {folder}: {earlier}")
     if not checked.verified:
         log(f"--reuse {folder}: {unverified(es)}")
     return PreviousRun(

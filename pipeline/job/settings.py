@@ -107,6 +107,10 @@ class RunSettings(Settings):
         None, help="L2-normalize every vector (default: the model's recommendation)")
     max_seq_length: int | None = setting(
         None, check=positive, help="tokens per text incl. [CLS]/[SEP] (default: the model's)")
+    truncate_dim: int | None = setting(
+        None, check=positive,
+        help="keep each vector's first K dimensions (Matryoshka models), normalized again when "
+             "the run normalizes; at most the model's width")
     long_text: str = setting(
         "truncate", choices=LONG_TEXT_MODES,
         help="truncate (flagged) or average overlapping windows")
@@ -178,4 +182,5 @@ class RunSettings(Settings):
             token_layer=self.token_layer, token_unit=self.token_unit,
             token_dtype=self.token_dtype, precision=self.precision,
             options=(("signature", self.elmo_signature),), threads=threads,
-            accelerator=self.accelerator, batch=(self.batch_tokens, self.max_batch_size))
+            accelerator=self.accelerator, batch=(self.batch_tokens, self.max_batch_size),
+            truncate_dim=self.truncate_dim)

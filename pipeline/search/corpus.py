@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.models.spec import EARLIER_FINGERPRINT, recorded_fingerprint
+from beam_embed.models.spec import recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
 from beam_embed.pipeline.common.manifest import ModelEntry
@@ -67,7 +67,7 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
         kind, encoder, preprocessor = spec.kind, spec.encoder, spec.preprocessor
     else:
         kind, encoder, preprocessor = m.kind, m.encoder, m.preprocessor
-    found = recorded_fingerprint(recorded, kind, encoder, preprocessor)
+    found = recorded_fingerprint(recorded, kind, encoder, preprocessor, m.encoder)
     if not found.same and model is not None:
         raise ValueError(
             f"--model {model!r} is {spec.name} (fingerprint {found.now}), but {corpus.folder} "
@@ -77,10 +77,22 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
         raise ValueError(
             f"the model {m.name} at {m.encoder!r} is missing or changed since "
             f"{corpus.folder} was embedded (fingerprint {found.now}, manifest {recorded}); pass "
-            "--model with a copy of the original model")
+            f"--model with the model it was embedded with{_presets_named(m.name)}")
     if found.earlier:
-        log(f"{corpus.folder}: {EARLIER_FINGERPRINT}")
+        log(f"{corpus.folder}: {found.note}")
     return kind, encoder, preprocessor
+
+
+def _presets_named(name: str | None) -> str:
+    """The presets of the model `name`, as a hint: a checkpoint preset is exported again into
+    the cache on first use (after `beam-embed cache clear`, or on another machine)."""
+    from beam_embed.models.presets import load_presets
+
+    try:
+        found = [k for k, p in load_presets().items() if p.get("name", k) == name]
+    except (OSError, ValueError):
+        return ""
+    return f" (e.g. --model {found[0]}: a preset is exported again on first use)" if found else ""
 
 
 def build_embedder(corpus: Corpus, model: str | None):
@@ -92,7 +104,7 @@ def build_embedder(corpus: Corpus, model: str | None):
     return encoder_spec(encoder=encoder, preprocessor=preprocessor, kind=kind,
                         max_seq_length=m.max_seq_length, poolings=(p.name,),
                         normalize=p.normalize, long_text=m.long_text or "truncate",
-                        name=m.name).build()
+                        name=m.name, truncate_dim=m.truncate_dim).build()
 
 
 def blocks(corpus: Corpus, use_index: bool, block_rows: int):

@@ -84,8 +84,9 @@ def test_table_lists_every_model_and_pooling(tiny_export, files, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--pooling", "cls,bogus"], "unknown pooling 'bogus'; expected one of ['cls', 'max', "
-                                 "'mean', 'pooled_output']"),
+    (["--pooling", "cls,bogus"], "unknown pooling 'bogus'; expected one of ['cls', 'lasttoken', "
+                                 "'max', 'mean', 'mean_sqrt_len_tokens', 'pooled_output', "
+                                 "'weightedmean']"),
     (["--pooling", "pooled_output@1"], "pooling 'pooled_output@1' takes no layer"),
     (["--pooling", "mean@5"], "asks for layer 5, but the model has 2 layers"),
 ])

@@ -18,7 +18,7 @@ def corpus(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--pooling", "mean,avg"], "unknown pooling 'avg'; expected one of ['cls', 'max', 'mean', 'pooled_output']"),
+    (["--pooling", "mean,avg"], "unknown pooling 'avg'; expected one of ['cls', 'lasttoken', 'max', 'mean', 'mean_sqrt_len_tokens', 'pooled_output', 'weightedmean']"),
     (["--pooling", "mean@-9"], "asks for layer -9, but the model has 2 layers"),
     (["--pooling", "pooled_output@1"], "takes no layer"),
     (["--format", "parquet,csv"], "unknown --format 'csv'; expected one or more of ['parquet', 'tfrecord']"),

@@ -82,7 +82,7 @@ DAMAGE = {
         r"has encoders \{'fp32': 3\} \(expected folder names\)"),
     "metadata pooling unknown": (
         lambda d: _metadata(d, lambda m: {**m, "pooling": "avg"}),
-        r": unknown pooling 'avg'; expected one of \['cls', 'max', 'mean', 'pooled_output'\]"),
+        r": unknown pooling 'avg'; expected one of \['cls', 'lasttoken', 'max', 'mean', 'mean_sqrt_len_tokens', 'pooled_output', 'weightedmean'\]"),
     "metadata kind unknown": (
         lambda d: _metadata(d, lambda m: {**m, "kind": "gpt"}),
         r"has kind 'gpt'; expected one of \['bert', "),

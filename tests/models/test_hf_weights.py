@@ -93,7 +93,7 @@ def test_missing_pooler_exports_zeros_and_says_so(tmp_path, caplog):
     assert not pooled.any()
     assert meta["has_pooler"] is False and "no pooler" in meta["warnings"][0]
     assert "no pooler" in caplog.text
-    with pytest.raises(ValueError, match=r"pooled_output.*no pooler.*'cls', 'max', 'mean'"):
+    with pytest.raises(ValueError, match=r"pooled_output.*no pooler.*'cls', 'lasttoken', 'max', 'mean'"):
         encoder_spec(str(tmp_path / "out"), poolings=("cls", "pooled_output"))
     assert encoder_spec(str(tmp_path / "out"), poolings=("cls", "mean")).poolings == ("cls", "mean")
 
