@@ -161,7 +161,8 @@ def unreadable(tmp_path):
                                r"again with --metadata_fields title,colour$"),
     (["--color-by", "text"], r"unknown --color-by 'text'; expected one of \[.*'truncated'\]; "
                              r"'text' is a column `beam-embed run` writes itself, one value per "
-                             r"record, not a field it carries as a group$"),
+                             r"record, not a field it carries as a group \(an input field of "
+                             r"that name is carried as 'meta_text'\)$"),
     (["--color-by", "mean"], r"unknown --color-by 'mean'; expected one of \[.*'truncated'\]; "
                              r"'mean' is a column `beam-embed run` writes itself"),
     (["--columns", "id,txt"], r"unknown column 'txt' in --columns; expected some of"),
