@@ -114,10 +114,23 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
 
     settings = run.settings
     given = settings if given is None else given
+    attempt = None
+    if settings.resume:  # the killed run to continue: its staging folder, its run id
+        from beam_embed.pipeline.job.resume import claimed_by, find_attempt
+
+        attempt = find_attempt(run.output, claimed_by(run.output, options))
+        if attempt is None:
+            log(f"--resume: no killed run in {run.output} to continue; starting afresh")
     try:  # checked again under the claim: a run may have finished there since
-        with staged_run(run.output, JOB, settings.overwrite, [PROG, *argv],
-                        options=options) as staged:
+        with staged_run(run.output, JOB, settings.overwrite, [PROG, *argv], options=options,
+                        run_id=attempt and attempt.run_id, resume=settings.resume) as staged:
             try:
+                from beam_embed.pipeline.job import resume
+
+                if attempt is not None:  # the same run, before anything is read
+                    resume.check_same_run(attempt, run)
+                elif not settings.overwrite:
+                    resume.refuse_killed_work(run.output)
                 from beam_embed.pipeline.job.build import probe_widths
 
                 run = dataclasses.replace(run, widths=probe_widths(
@@ -135,11 +148,17 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
                     from beam_embed.pipeline.job.reuse import previous_run
 
                     run = dataclasses.replace(run, previous=previous_run(settings.reuse, base))
-                run = dataclasses.replace(run, stored=vector_storage(  # int8: calibrated, or kept
-                    run, replaced=base if int8_rerun else None))
-            except ValueError as e:
-                return _bad_config(e)
-            staging = staged.stage()
+                run = dataclasses.replace(run, stored=resume.kept_storage(attempt, run)
+                                          if attempt is not None else vector_storage(
+                                              run, replaced=base if int8_rerun else None))
+            except ValueError as e:  # int8: calibrated, kept from the run it replaces, or
+                return _bad_config(e)  # from the killed attempt it continues
+            staging = staged.stage(resumed=attempt is not None)
+            if attempt is not None:
+                run = dataclasses.replace(run, resumed=resume.prepare(attempt))
+                resume.say_resuming(run.resumed, run.output)
+            else:
+                resume.write_record(staging, resume.attempt_record(run, settings.overwrite))
             log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
                 f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
                 f"{fields_note(given, run.settings)}")
@@ -150,6 +169,10 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
         return _bad_config(e)
     if staged.replaced:
         log(f"replaced the previous run in {run.output} ({len(staged.replaced)} files)")
+    if run.resumed is not None:
+        from beam_embed.pipeline.job.resume import say_resumed
+
+        say_resumed(run.resumed, run.output)
     from beam_embed.pipeline.job.summary import summarize
 
     code = summarize(run.output, settings.allow_incomplete_input)

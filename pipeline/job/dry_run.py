@@ -137,7 +137,8 @@ def dry_run(settings: RunSettings, options) -> int:
     if dataflow and options.view_as(SetupOptions).setup_file:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
     description = describe(options, proto, job, staged, model=model_section(run, widths, loaded),
-                           inputs=inputs, output=run.output, checks=checks, warnings=warnings)
+                           inputs=inputs, output=run.output, checks=checks, warnings=warnings,
+                           shards=shards_section(settings))
     text = json.dumps(description, indent=2, default=str)
     if job_file:
         os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
@@ -152,3 +153,19 @@ def dry_run(settings: RunSettings, options) -> int:
         + (f", image {w['container_image']}, accelerator {w['accelerator']}" if dataflow else "")
         + f"; nothing was submitted -> {job_file or 'stdout'}")
     return 0
+
+
+def shards_section(settings) -> dict:
+    """How the job writes its shards, and how a failed or killed job is continued."""
+    if settings.num_shards:
+        return {"written": f"{settings.num_shards} per format, by Beam's file sink at the end "
+                           "(nothing is committed before: --resume keeps nothing of a failed "
+                           "job)"}
+    return {"bound_mb": settings.shard_mb,
+            "written": "rolled at the bound and committed as each closes, in the output's "
+                       "staging folder",
+            "resume": ("continuing the killed or failed job in --output: its committed shards "
+                       "are checked and kept when the job runs" if settings.resume else
+                       "if the job fails or is cancelled, submit the same command again with "
+                       "--resume (a new job over the same --output): only the records no "
+                       "committed shard holds are embedded")}

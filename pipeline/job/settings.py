@@ -28,6 +28,7 @@ from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.job import formats as readers
 
 SPLIT_MODES = ("none", "sentences")
+DEFAULT_SHARD_MB = 128  # most engines split Parquet well at 100-250 MB
 
 
 def input_formats() -> tuple[str, ...]:
@@ -44,6 +45,12 @@ def _shards(name: str, value: int) -> None:
     if value < 0:
         raise ValueError(f"{flag(name)} must be 0 (the runner decides) or a positive number of "
                          f"shards, got {value}")
+
+
+def _shard_mb(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{flag(name)} must be a number of megabytes, at least 1 (default "
+                         f"{DEFAULT_SHARD_MB}), got {value}")
 
 
 def _seconds(name: str, value: float) -> None:
@@ -131,7 +138,12 @@ class RunSettings(Settings):
     format: tuple[str, ...] = setting(
         output_formats.written_by_default(), choices=output_formats.names,  # asked when checked
         help="the formats written")
-    num_shards: int = setting(0, check=_shards, help="shards per format (0: the runner decides)")
+    num_shards: int = setting(
+        0, check=_shards, help="a fixed number of shards per format, written at the end (0: "
+                               "shards of at most --shard_mb, each committed as it closes)")
+    shard_mb: int = setting(
+        DEFAULT_SHARD_MB, check=_shard_mb,
+        help="the most megabytes (MiB) a shard holds before the job starts the next one")
     include_text: bool = setting(True, help="write the text beside its vectors")
     dedupe: bool = setting(
         False, help="encode each distinct text once; every record still gets its row")
@@ -150,6 +162,9 @@ class RunSettings(Settings):
     overwrite: bool = setting(
         False, help="replace an existing output (swapped in when the new run is complete); "
                     "also takes over the claim a killed run left")
+    resume: bool = setting(
+        False, help="continue a run of the same settings and input that was killed in this "
+                    "--output: keep the shards it committed, embed only the rest")
     allow_incomplete_input: bool = setting(
         False, help="exit 0 even when an input file is cut short or corrupt (its rest is a dead "
                     "letter either way)")

@@ -263,6 +263,32 @@ class RecordsFile:
         """The sink closes the file itself."""
 
 
+class ExampleBatches:
+    """The job's batches written into one open TFRecord shard (`open_batches`), framed a batch
+    at a time."""
+
+    def __init__(self, handle, schema):
+        self._handle, self._schema = handle, schema
+
+    def encode(self, batch) -> bytes:
+        """The batch's records, framed."""
+        return framed(serialized(self._schema, batch))
+
+    def write(self, encoded: bytes) -> None:
+        self._handle.write(encoded)
+
+    def pending_bytes(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """The shard's writer closes the file itself."""
+
+
+def open_batches(handle, schema, shard_bytes: int) -> ExampleBatches:
+    """A shard of the job's rows being written (committed_shards.py)."""
+    return ExampleBatches(handle, schema)
+
+
 def sink(prefix: str, suffix: str = SUFFIX, num_shards: int = 0, template: str | None = None,
          digests: bool = False):
     """Beam's file-based sink of lists of serialized records into TFRecord shards named prefix
