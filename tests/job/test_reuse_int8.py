@@ -123,6 +123,25 @@ def test_reuse_of_an_int8_run_keeps_its_codes_and_codes_new_texts_on_its_ranges(
 
 
 @pytest.mark.pipeline
+def test_reuse_of_the_int8_run_it_overwrites(tiny_export, int8_run, tmp_path, capsys):
+    """`--reuse out --output out --overwrite`: the ranges kept are the reused run's, said once,
+    and its rows keep their codes."""
+    out = str(tmp_path / "same")
+    shutil.copytree(int8_run[0], out)
+    old = _codes(out)
+    capsys.readouterr()
+    manifest = run_job(out, "--input", write_lines(str(tmp_path / "g.txt"), TEXTS + NEW),
+                       "--model", tiny_export, *ARGS, "--vector_dtype", "int8", "--reuse", out,
+                       "--overwrite")
+    err = capsys.readouterr().err
+    assert err.count("--vector_dtype int8: keeping the calibration of") == 1
+    assert "kept the ranges" not in err and "calibrating" not in err
+    assert manifest["counts"]["reused"] == len(TEXTS)
+    codes = _codes(out)
+    assert {t: codes[t] for t in TEXTS} == old and len(codes) == len(TEXTS) + len(NEW)
+
+
+@pytest.mark.pipeline
 def test_new_rows_are_a_float32_runs_vectors_quantised_on_the_kept_ranges(
         tiny_export, int8_run, tmp_path):
     """New texts' rows against a float32 run of the same texts, quantised here in numpy with
