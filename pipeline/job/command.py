@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         if settings.reuse:  # what its manifest alone refuses, before the model or int8's sample
             from beam_embed.pipeline.job.reuse import check_reusable
 
-            check_reusable(settings.reuse)
+            check_reusable(settings.reuse, settings.vector_dtype)
         run = resolve(settings, options, spec)  # the model's spec
         check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
         run.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on

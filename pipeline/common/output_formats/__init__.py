@@ -46,8 +46,10 @@ class OutputFormat:
     # pca: read_blocks(shard_paths_pcollection, columns, pooling, rows) -> a PCollection of
     # pyarrow Tables (whole records: `columns` + the pooling's column, stored as Parquet has it)
     read_blocks: Callable | None = None
-    # --reuse: read_previous(path, vector_columns) -> (text, vectors, num_tokens, truncated)
-    # per row, the vectors float32 as stored
+    # --reuse: read_previous(path, vector_columns[, stored]) -> (text, vectors, num_tokens,
+    # truncated) per row, the vectors float32 as stored; `stored` (StoredVectors per column,
+    # given for an int8 run only): int8 codes read back as values its ranges encode to the same
+    # codes (StoredVectors.recodable)
     read_previous: Callable | None = None
     # search: read_column(path, column) -> the column's Arrow arrays in row order, a part at a
     # time; fetch_rows(paths, rows, columns) -> {row: values} for rows numbered across the files

@@ -277,13 +277,17 @@ def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
                                               ).with_output_types(pa.Table))
 
 
-def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
-    """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row."""
-    from beam_embed.pipeline.common.vectors import vector_matrix
+def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
+    """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row.
+    `stored`: how the run stored each column (StoredVectors, in `columns`' order; None:
+    float32); an int8 run's codes read back as values its ranges encode to the same codes."""
+    from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
 
     names = [c for c, _ in columns]
+    stored = stored or tuple(StoredVectors("float32", w) for _, w in columns)
     for table in row_groups(path, ["text", *names, "num_tokens", "truncated"]):
-        vectors = [vector_matrix(table.column(c), w, c) for c, w in columns]
+        vectors = [read_back(table.column(c), st, c, recodable=True)
+                   for (c, _), st in zip(columns, stored)]
         tokens = table.column("num_tokens").to_pylist()
         truncated = table.column("truncated").to_pylist()
         for i, text in enumerate(table.column("text").to_pylist()):

@@ -516,15 +516,27 @@ def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
                      pooling.column: pa.array([], pooling.stored().arrow_type())})
 
 
-def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
+def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
     """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per record,
-    each record's CRC checked."""
-    import numpy as np
+    each record's CRC checked. `stored`: how the run stored each column (StoredVectors, in
+    `columns`' order; None: float32); an int8 run's codes read back as values its ranges
+    encode to the same codes."""
     import tensorflow as tf
 
+    stored = stored or (None,) * len(columns)
     for record in read_records(path):
         f = tf.train.Example.FromString(record).features.feature
-        vectors = tuple(np.array(f[c].float_list.value, np.float32) for c, _ in columns)
+        vectors = tuple(_previous_vector(f[c], st) for (c, _), st in zip(columns, stored))
         yield (f["text"].bytes_list.value[0].decode("utf-8"),
                vectors, int(f["num_tokens"].int64_list.value[0]),
                bool(f["truncated"].int64_list.value[0]))
+
+
+def _previous_vector(feature, stored):
+    """One record's vector feature as float32: a float list as is, a stored dtype's bytes
+    decoded (StoredVectors.recodable)."""
+    import numpy as np
+
+    if stored is None or stored.dtype == "float32":
+        return np.array(feature.float_list.value, np.float32)
+    return stored.recodable(stored.stored_of_bytes(list(feature.bytes_list.value)))[0]
