@@ -134,3 +134,10 @@ def test_the_schema_is_one_vector_search_reads():
     assert [f["name"] for f in fields] == ["id", "source", "title", "embedding"]
     with pytest.raises(ValueError, match="'embedding' is not a BigQuery column name"):
         table_schema(False, ["embedding"])
+
+
+def test_token_vectors_are_refused_for_a_bigquery_table(tiny_export, tmp_path, capsys):
+    code = main(["--input", "x", "--model", tiny_export, "--output", str(tmp_path / "o"),
+                 "--granularity", "token", "--store", BQ])
+    assert code == 2 and "a BigQuery table holds one vector a row; expected --granularity " \
+        "sentence" in capsys.readouterr().err
