@@ -89,3 +89,27 @@ def test_stores_is_taken_as_store(tmp_path):
     with pytest.warns(DeprecationWarning, match=r"stores=\.\.\.\) is now .*store=\.\.\."):
         write = WriteEmbeddings(str(tmp_path / "out"), stores=["lancedb:db"], store_sync=True)
     assert write.settings.store == ("lancedb:db",) and write.settings.store_sync is True
+
+
+def test_a_bigquery_table_is_a_step_of_the_users_pipeline(tiny_export, tmp_path):
+    """Built, not run (nothing reaches BigQuery here): the pipeline holds Beam's file loads into
+    the table, and a pipeline whose --temp_location is not on Cloud Storage is refused."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    def build(temp):
+        p = beam.Pipeline(options=PipelineOptions(["--temp_location", temp]))
+        _ = (p | beam.Create(elements())
+             | EmbedTexts(model=tiny_export, pooling=POOLINGS, **SETTINGS)
+             | WriteEmbeddings(str(tmp_path / "out"), store="bigquery://my-project.ds.docs"))
+        return p
+
+    labels = _labels(build("gs://bucket/tmp"))
+    assert "WriteEmbeddings/WriteBigQuery[my-project.ds.docs]/WriteToBigQuery/" \
+           "BigQueryBatchFileLoads" in labels
+    with pytest.raises(ValueError, match="expected --temp_location gs://BUCKET/PATH"):
+        build(str(tmp_path / "tmp"))
+    assert not os.path.exists(tmp_path / "out" / "manifest.json")
+
+
+def _labels(p) -> set[str]:
+    return {t.unique_name for t in p.to_runner_api().components.transforms.values()}
