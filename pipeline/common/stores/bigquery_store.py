@@ -7,8 +7,10 @@ The table's schema is one BigQuery's `VECTOR_SEARCH` reads: `id STRING` (require
 `source`, the metadata columns (STRING), and `embedding ARRAY<FLOAT64>` (a REPEATED FLOAT64
 field) holding the run's first pooling as `search` reads it (int8 and binary decoded). A load
 job appends or replaces, it never merges: each run replaces the table (WRITE_TRUNCATE), which
-so holds one row per id of the last run, whatever ran before (--store_sync's result; give each
-run its own table to keep several). The table is made when missing (CREATE_IF_NEEDED).
+so holds the last run's rows (one a record), whatever ran before (--store_sync's result; give
+each run its own table to keep several; a run without rows starts no load job, and leaves it).
+The table is made when missing (CREATE_IF_NEEDED). Beam groups a table's load jobs so that a
+large write, split over temporary tables, truncates once.
 """
 
 from __future__ import annotations
