@@ -113,3 +113,23 @@ def test_a_bigquery_table_is_a_step_of_the_users_pipeline(tiny_export, tmp_path)
 
 def _labels(p) -> set[str]:
     return {t.unique_name for t in p.to_runner_api().components.transforms.values()}
+
+
+def test_a_store_that_fails_while_loading_names_how_to_load_again(tiny_export, tmp_path):
+    """Reached when the pipeline is built, then given a table of another width before it runs:
+    the pipeline fails after the publish, and says how to load the published run."""
+    import lancedb
+    import pyarrow as pa
+
+    out, db = str(tmp_path / "out"), str(tmp_path / "lance")
+    p = beam.Pipeline()
+    _ = (p | beam.Create(elements())
+         | EmbedTexts(model=tiny_export, pooling=POOLINGS, **SETTINGS).with_exception_handling()
+         | WriteEmbeddings(out, store=f"lancedb:{db}", store_table="docs"))
+    vector = pa.FixedSizeListArray.from_arrays(pa.array([0.0, 1.0], pa.float32()), 2)
+    lancedb.connect(db).create_table("docs", data=pa.table({"id": ["x"], "vector": vector}))
+    with pytest.raises(Exception, match=rf"published in {out}, but loading it into the store "
+                       rf"failed: .*width 2.*load it again with: beam-embed store {out} "
+                       rf"lancedb:{db} --store_table docs"):
+        p.run().wait_until_finish()
+    assert os.path.exists(os.path.join(out, "manifest.json"))

@@ -141,3 +141,16 @@ def test_token_vectors_are_refused_for_a_bigquery_table(tiny_export, tmp_path, c
                  "--granularity", "token", "--store", BQ])
     assert code == 2 and "a BigQuery table holds one vector a row; expected --granularity " \
         "sentence" in capsys.readouterr().err
+
+
+def test_a_metadata_column_bigquery_refuses_stops_the_run_before_any_data(tiny_export, tmp_path,
+                                                                           capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "one text", "user-name": "x"}) + "\n")
+    out = str(tmp_path / "out")
+    code = main(["--input", str(corpus), "--model", tiny_export, "--output", out,
+                 "--metadata_fields", "user-name", "--store", BQ,
+                 "--temp_location", "gs://bucket/tmp"])
+    assert code == 2
+    assert "column 'user-name' is not a BigQuery column name" in capsys.readouterr().err
+    assert not os.path.exists(os.path.join(out, "manifest.json"))
