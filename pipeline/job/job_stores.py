@@ -14,13 +14,17 @@ def targets(settings, which: int = 0) -> list:
 
 
 def check_launch(settings, options) -> None:
-    """What a BigQuery write needs before anything runs: a Cloud Storage --temp_location, where
-    its load files are staged (a ValueError naming it)."""
+    """What a BigQuery write needs before anything runs: its client, and a Cloud Storage
+    --temp_location, where its load files are staged (a ValueError naming what is missing)."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    from beam_embed.pipeline.common.stores import check_client
 
     found = targets(settings)
     if not found:
         return
+    for target in found:
+        check_client(target)  # Beam's [gcp] extra: its BigQuery client
     temp = options.view_as(GoogleCloudOptions).temp_location or ""
     if not temp.startswith("gs://") or len(temp.rstrip("/")) <= len("gs://"):
         raise ValueError(f"--store {found[0].shown()} stages its load files in --temp_location, "
