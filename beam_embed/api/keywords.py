@@ -36,7 +36,7 @@ def run_settings(owner: str, given: dict, accepted: tuple[str, ...],
 
 # Keywords the API spelled otherwise before it took the command line's names (still taken, with
 # a DeprecationWarning; left out of the names an unknown keyword's TypeError lists).
-EARLIER_NAMES = ("poolings", "formats")
+EARLIER_NAMES = ("poolings", "formats", "stores")
 
 
 def renamed_keyword(owner: str, old: str, new: str, old_value, new_value):

@@ -160,6 +160,10 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).write(
         s.output, schema, s.num_shards, in_bundles=not spread)
         for fmt in s.format if fmt not in by_sets]
+    if s.store:  # a BigQuery table: written by the job's own step
+        from beam_embed.pipeline.job.job_stores import write_steps
+
+        write_steps(embedded["batches"], run, schema)
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(s.output, not spread))
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),

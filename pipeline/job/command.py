@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
 
     try:
         options = beam_options(job)
+        from beam_embed.pipeline.job.job_stores import check_launch
+
+        check_launch(job.settings, options)  # a BigQuery --store's temp_location
         from beam_embed.pipeline.job.dataflow.dry_run_options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
@@ -184,32 +187,36 @@ def check_stores(run) -> None:
     pooling's), or a ValueError naming the first that is not."""
     if not run.settings.store:
         return
-    from beam_embed.pipeline.common.stores import parse_store_uri
+    from beam_embed.pipeline.common.stores.bigquery_store import table_schema
     from beam_embed.pipeline.common.stores.load import open_stores
+    from beam_embed.pipeline.job.build import output_schema
+    from beam_embed.pipeline.job.job_stores import targets
 
-    s = run.settings
-    for store in open_stores([parse_store_uri(u, s.store_table) for u in s.store],
-                             run.widths[0][1]):
+    if targets(run.settings):  # its columns, each a name BigQuery takes
+        schema = output_schema(run)
+        table_schema(schema.include_text, [c for _, c in schema.metadata()])
+    for store in open_stores(targets(run.settings, 1), run.widths[0][1]):
         store.close()
 
 
 def load_stores(run, code: int) -> int:
     """The published run upserted into each --store; a store that fails leaves the run as it
     is and says how to load it again (exit 1)."""
+    from beam_embed.pipeline.job.job_stores import targets
+
     s = run.settings
-    if not s.store or code not in (exits.OK, exits.INCOMPLETE_INPUT):
+    after = targets(s, 1)  # a BigQuery table was written by the job itself
+    if not after or code not in (exits.OK, exits.INCOMPLETE_INPUT):
         return code
-    from beam_embed.pipeline.common.stores import parse_store_uri
     from beam_embed.pipeline.common.stores.load import load, open_stores
     from beam_embed.pipeline.common.stores.rows import run_rows
 
-    again = (f"beam-embed store {run.output} {' '.join(s.store)}"
+    again = (f"beam-embed store {run.output} {' '.join(t.uri for t in after)}"
              + (f" --store_table {s.store_table}" if s.store_table != "embeddings" else "")
              + (" --store_sync" if s.store_sync else ""))
     try:
         rows = run_rows(run.output, None)
-        load(rows, open_stores([parse_store_uri(u, s.store_table) for u in s.store], rows.width),
-             sync=s.store_sync)
+        load(rows, open_stores(after, rows.width), sync=s.store_sync)
     except Exception as e:  # the run is published either way: say how to load it again
         log(f"the run is published in {run.output}, but loading it into the store failed: "
             f"{printable(str(e).splitlines()[0] if str(e) else type(e).__name__)}; load it "

@@ -155,7 +155,8 @@ class RunSettings(Settings):
         (), repeat=True, metavar="URI",
         help="after the run publishes, upsert its rows into this vector store (repeatable): "
              "lancedb:///PATH, qdrant:///PATH or qdrant://HOST:PORT, milvus:///FILE.db or "
-             "milvus://HOST:PORT, postgresql://... (pgvector); reached before any data is read")
+             "milvus://HOST:PORT, postgresql://... (pgvector); reached before any data is read; "
+             "or bigquery://PROJECT.DATASET.TABLE, written by the job itself (Dataflow)")
     store_table: str = setting("embeddings", help="the --store collection or table")
     store_sync: bool = setting(
         False, help="--store also removes the ids the store holds that this run does not")
@@ -176,7 +177,17 @@ class RunSettings(Settings):
             from beam_embed.pipeline.common.stores import parse_store_uri
 
             for uri in self.store:
-                parse_store_uri(uri, self.store_table)
+                if parse_store_uri(uri, self.store_table).scheme == "bigquery" \
+                        and self.granularity == "token":
+                    raise ValueError(f"--store {uri}: a BigQuery table holds one vector a "
+                                     "row; expected --granularity sentence")
+                if parse_store_uri(uri, self.store_table).scheme == "bigquery" \
+                        and self.resume:  # its load replaces the table with this job's rows
+                    raise ValueError(f"--store {uri} with --resume: the job's BigQuery load "
+                                     "holds only the rows this attempt embeds, not those kept "
+                                     "from the killed run; expected --resume without a "
+                                     "bigquery:// --store (then load the table from the "
+                                     "published run's Parquet shards)")
         if self.vector_dtype != "float32" and self.granularity == "token":
             raise ValueError(f"--vector_dtype {self.vector_dtype} applies to sentence vectors; "
                              "token vectors take --token_dtype (float32 or float16)")
