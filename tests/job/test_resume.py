@@ -16,7 +16,7 @@ import pytest
 
 from beam_embed.pipeline.job.command import main
 from beam_embed.process import exits
-from tests.job_helpers import run_job
+from tests.job_helpers import parquet_rows, run_job
 from tests.resume_helpers import assert_same_rows, kill_after, local_commits, manifest
 
 pytestmark = pytest.mark.pipeline
@@ -135,9 +135,17 @@ def test_resume_with_nothing_killed_runs_afresh(corpus, tiny_export, tmp_path, c
     ("--direct_num_workers", "2", "--direct_running_mode", "multi_processing"),
     ("--vector_dtype", "int8", "--dedupe", "--format", "parquet"),
     ("--split", "sentences", "--vector_dtype", "float16", "--format", "parquet"),
-], ids=["multi_processing", "int8-dedupe", "sentences-float16"])
+    ("--vector_dtype", "binary", "--reuse", "PREVIOUS", "--format", "parquet"),
+], ids=["multi_processing", "int8-dedupe", "sentences-float16", "binary-reuse"])
 def test_resume_combines_with_runners_and_settings(corpus, tiny_export, tmp_path, more):
     clean_out, out = str(tmp_path / "clean"), str(tmp_path / "out")
+    if "--reuse" in more:  # a previous float32 run of the first eighth, its texts copied
+        first = str(tmp_path / "first.txt")
+        with open(corpus) as f, open(first, "w") as g:
+            g.writelines(f.readlines()[:DOCS // 8])
+        previous = str(tmp_path / "previous")
+        run_job(previous, *args(first, tiny_export))  # float32: reuse copies from one
+        more = tuple(previous if m == "PREVIOUS" else m for m in more)
     run = [*args(corpus, tiny_export), *more]
     run_job(clean_out, *run)
     kill_after([*run, "--output", out], lambda: local_commits(out), 2)
@@ -150,4 +158,15 @@ def test_resume_combines_with_runners_and_settings(corpus, tiny_export, tmp_path
         assert [p["scale"] for p in m["poolings"]] == [s["scale"] for s in first["stored"]]
         assert [p["scale"] for p in m["poolings"]] == \
             [p["scale"] for p in manifest(clean_out)["poolings"]]
-    assert_same_rows(clean_out, out, columns=() if "int8" in more else ("cls",))
+    coded = "int8" in more or "binary" in more
+    assert_same_rows(clean_out, out, columns=() if coded else ("cls",))
+    if coded:  # the stored codes: int8 within one step, binary's sign bits nearly all equal
+        theirs, ours = parquet_rows(clean_out), parquet_rows(out)
+        a = np.stack([np.frombuffer(bytes(theirs[i]["cls"]), np.int8) for i in sorted(theirs)])
+        b = np.stack([np.frombuffer(bytes(ours[i]["cls"]), np.int8) for i in sorted(theirs)])
+        if "binary" in more:
+            assert np.mean(np.unpackbits(a.view(np.uint8)) == np.unpackbits(b.view(np.uint8))) \
+                > 0.999
+            assert m["counts"]["reused"] > 0
+        else:
+            assert np.abs(a.astype(np.int32) - b).max() <= 1
