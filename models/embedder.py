@@ -70,7 +70,7 @@ def encoder_lanes() -> int:
 class Embedder:
     def __init__(self, encoder, poolings: tuple[Pooling, ...], normalize: bool = False,
                  long_text: str = "truncate", chunk_overlap: int = 32,
-                 truncate_dim: int | None = None):
+                 truncate_dim: int | None = None, prompt: str = ""):
         if long_text not in LONG_TEXT_MODES:
             raise ValueError(f"unknown long-text mode {long_text!r}; expected one of "
                              f"{list(LONG_TEXT_MODES)}")
@@ -83,6 +83,7 @@ class Embedder:
         self.poolings = poolings
         self.normalize = normalize
         self.truncate_dim = truncate_dim
+        self.prompt = prompt  # prepended to each text, as sentence-transformers' encode() does
         self.long_text = long_text
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
@@ -142,6 +143,8 @@ class Embedder:
         return self._pool(out)
 
     def embed(self, texts: list[str]) -> Embedded:
+        if self.prompt:  # its tokens count in num_tokens and in the model's length, as there
+            texts = [self.prompt + t for t in texts]
         pieces = self.encoder.tokenize(texts)
         lengths = pieces.lengths
         num_tokens = (lengths + self._specials).astype(np.int32)
