@@ -79,8 +79,7 @@ class Chosen:
 def choose(model: str, prompts: Prompts, prompt_name: str | None = None,
            prompt: str | None = None) -> Chosen:
     """The prompt a run applies to `model` (its name, for messages): a ValueError for both
-    given, a name the model does not have, or a prompt its Pooling would leave out of the mean
-    (which is not reproduced here)."""
+    given or a name the model does not have."""
     if prompt is not None and prompt_name is not None:
         raise ValueError("--prompt and --prompt_name were both given; expected one of them "
                          "(--prompt '' embeds the texts as they are)")
@@ -99,12 +98,6 @@ def choose(model: str, prompts: Prompts, prompt_name: str | None = None,
         chosen = Chosen(prompts.named(prompts.default_name), prompts.default_name)
     else:
         chosen = Chosen("", None)
-    if chosen.text and not prompts.include_prompt:
-        raise ValueError(
-            f"{model}'s Pooling has include_prompt false (sentence-transformers leaves the "
-            f"prompt's tokens out of the mean), which runs do not reproduce; the prompt "
-            f"{chosen.text!r} would give other vectors than the model's: run with --prompt '' "
-            "(no prompt), or use another model")
     return chosen
 
 

@@ -69,6 +69,8 @@ class EncoderSpec:
     # prompt it is, when named (models/prompts.py)
     prompt: str = ""
     prompt_name: str | None = None
+    # False: the model's Pooling leaves the prompt's tokens out (include_prompt false)
+    prompt_in_pooling: bool = True
 
     def parsed_poolings(self):
         """The poolings as beam_embed.models.pooling.Pooling, checked against the encoder kind."""
@@ -118,7 +120,7 @@ class EncoderSpec:
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
         return Embedder(encoder, self.parsed_poolings(), normalize=self.normalize,
                         long_text=self.long_text, truncate_dim=self.truncate_dim,
-                        prompt=self.prompt)
+                        prompt=self.prompt, prompt_in_pooling=self.prompt_in_pooling)
 
 
 def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str:
@@ -284,4 +286,5 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
         token_unit=token_unit, token_dtype=token_dtype, precision=precision,
         intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name,
         accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1],
-        truncate_dim=truncate_dim, prompt=prompted.text, prompt_name=prompted.name)
+        truncate_dim=truncate_dim, prompt=prompted.text, prompt_name=prompted.name,
+        prompt_in_pooling=found.prompts.include_prompt)

@@ -45,7 +45,8 @@ class TextEncoder:
 
                 found = Embedder(next(iter(self._embedders.values())).encoder, poolings,
                                  normalize=spec.normalize, long_text=spec.long_text,
-                                 truncate_dim=spec.truncate_dim, prompt=spec.prompt)
+                                 truncate_dim=spec.truncate_dim, prompt=spec.prompt,
+                                 prompt_in_pooling=spec.prompt_in_pooling)
             self._embedders[pooling] = found
         return found
 

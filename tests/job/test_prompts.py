@@ -166,6 +166,13 @@ def test_the_api_takes_the_same_keywords(prompted):
     assert _cosines(vectors.astype(np.float64), expected).min() >= 0.99999
     literal = load_encoder(export, prompt="query: ").encode(TEXTS)
     np.testing.assert_allclose(literal, vectors, atol=1e-6)
+    from beam_embed import EmbeddingModelHandler, EmbedTexts, TextEmbeddings
+
+    for made in (EmbedTexts(export, prompt_name="query"), EmbeddingModelHandler(
+            export, prompt_name="query"), TextEmbeddings(["t"], export, prompt_name="query")):
+        spec = made.handler.spec if isinstance(made, TextEmbeddings) else made.spec
+        assert (spec.prompt, spec.prompt_name) == ("query: ", "query")
+    assert EmbedTexts(export).spec.prompt == "passage: "  # the model's default
     with pytest.raises(ValueError, match="--prompt and --prompt_name were both given"):
         load_encoder(export, prompt="q: ", prompt_name="query")
     with pytest.raises(ValueError, match="unknown --prompt_name 'nope'"):

@@ -64,14 +64,16 @@ def st_folder(root: str, pooling: str, dense: list[tuple[int, int, str]] = (),
 
 
 def reference(weights: dict, layers: list, pooling: str, normalize: bool,
-              texts: list[str] = TEXTS) -> np.ndarray:
-    """What sentence-transformers computes for `texts`, by hand in float64."""
+              texts: list[str] = TEXTS, unpooled: int = 0) -> np.ndarray:
+    """What sentence-transformers computes for `texts`, by hand in float64; `unpooled`: the
+    first positions its Pooling leaves out (include_prompt false: [CLS] and the prompt)."""
     index = {w: i for i, w in enumerate(TINY_VOCAB)}
     rows = [[2] + [index[w] for w in t.split()] + [3] for t in texts]
     seq = max(map(len, rows))
     ids = np.array([r + [0] * (seq - len(r)) for r in rows])
     mask = (ids != 0).astype(np.float64)
     x = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2)[0][-1]
+    mask[:, :unpooled] = 0  # attention saw them; the pooling does not
     m = mask[..., None]
     positions = np.arange(1, seq + 1)[None, :, None] * m
     pooled = {
@@ -205,8 +207,9 @@ def test_minilm_with_a_dense_layer_added(minilm_checkpoint, minilm_export, tmp_p
 def test_prompts_are_carried_and_applied_as_encode_applies_them(tmp_path):
     """config_sentence_transformers.json's prompts travel with the export; a run prepends the
     default prompt, the one named, or a literal one (none with ''), each against numpy on the
-    prefixed texts. A Pooling that leaves the prompt out of its mean is refused by name, and
-    a default prompt naming no prompt is refused at export."""
+    prefixed texts; a Pooling with include_prompt false leaves [CLS] and the prompt's tokens
+    out of its mean, as sentence-transformers does. A default prompt naming no prompt is refused
+    at export."""
     import shutil
 
     root = str(tmp_path / "st")
@@ -246,9 +249,12 @@ def test_prompts_are_carried_and_applied_as_encode_applies_them(tmp_path):
     with open(os.path.join(without, "beam_embed.json")) as f:
         edited = {**json.load(f), "include_prompt": False}
     _write_json(os.path.join(without, "beam_embed.json"), edited)
-    with pytest.raises(ValueError, match=r"st's Pooling has include_prompt false .* 'the river '"):
-        encoder_spec(without)
-    assert encoder_spec(without, prompt="").prompt == ""
+    for keywords, prefix, unpooled in [({}, "the river ", 3), ({"prompt": "cat dog a "}, "cat dog a ", 4),
+                                       ({"prompt": ""}, "", 0)]:
+        ours = encoder_spec(without, **keywords).build().embed(TEXTS).vectors["mean"]
+        expected = reference(weights, [], "mean", True, [prefix + t for t in TEXTS], unpooled)
+        np.testing.assert_allclose(ours, expected, atol=2e-5, rtol=1e-4)
+    assert encoder_spec(without).fingerprint() != encoder_spec(export).fingerprint()
 
     _write_json(os.path.join(root, "config_sentence_transformers.json"),
                 {"prompts": {"query": "q: "}, "default_prompt_name": "passage"})
