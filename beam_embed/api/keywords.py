@@ -17,7 +17,7 @@ from beam_embed.pipeline.job.settings import RunSettings
 
 # The settings that choose and shape the encoder, as `run` has them.
 MODEL = ("model", "encoder", "preprocessor", "elmo_signature", "normalize", "max_seq_length",
-         "long_text", "precision", "accelerator")
+         "long_text", "precision", "accelerator", "prompt_name", "prompt")
 BATCHES = ("batch_tokens", "max_batch_size")
 # How a text is taken from an element and prepared, as `run` reads a record.
 TEXTS = ("text_field", "id_field", "clean", "max_text_bytes")

@@ -39,8 +39,6 @@ from beam_embed.models.export_format import (
 )
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
-DEFAULT_PROMPT = ("sentence-transformers prepends the model's default prompt {prompt!r} to every "
-                  "text; runs embed the text as it is, so their vectors differ from its encode()'s")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "
              "use cls or mean pooling")
 
@@ -92,11 +90,12 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
         "has_pooler": mapped.has_pooler,
-        "warnings": ([] if mapped.has_pooler else [NO_POOLER]) + (
-            [DEFAULT_PROMPT.format(prompt=ckpt.default_prompt)] if ckpt.default_prompt else []),
+        "warnings": [] if mapped.has_pooler else [NO_POOLER],
         "unused_variables": list(mapped.unused),
         "modules": list(ckpt.modules),
         "include_prompt": ckpt.include_prompt,
+        "prompts": dict(ckpt.prompts),  # runs apply them (models/prompts.py)
+        "default_prompt_name": ckpt.default_prompt_name,
         "dense": [{"weight": f"{DENSE}/{i}_weight.npy",
                    "bias": None if d.bias is None else f"{DENSE}/{i}_bias.npy",
                    "activation": d.activation, "in_features": int(d.weight.shape[1]),

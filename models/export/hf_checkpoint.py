@@ -156,7 +156,8 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
         dense=modules.dense if modules else (),
         include_prompt=modules.include_prompt if modules else True,
         modules=modules.types if modules else (),
-        default_prompt=modules.default_prompt if modules else None,
+        prompts=modules.prompts if modules else (),
+        default_prompt_name=modules.default_prompt_name if modules else None,
     )
 
 

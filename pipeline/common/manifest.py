@@ -236,7 +236,7 @@ class _Table(Mapping):
 @dataclass(frozen=True)
 class ModelEntry(_Entry):
     """The model that embedded the run; a run that --reuse copies from must have the same
-    fingerprint, max length, long-text policy and precision."""
+    fingerprint, max length, long-text policy, precision, truncation and prompt."""
     name: str | None = None
     kind: str | None = None
     encoder: str | None = None
@@ -246,6 +246,8 @@ class ModelEntry(_Entry):
     long_text: str | None = _later()
     precision: str | None = _later()  # absent before --reuse
     truncate_dim: int | None = _later()  # --truncate_dim: absent when vectors are whole
+    prompt: str | None = _later()  # prepended to each text: absent when none
+    prompt_name: str | None = _later()  # the model's prompt it is, when named
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,7 @@ class Digests(_Table):
 # from a run with the same values, pca --fit applies a fit only to one).
 VECTOR_SETTINGS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
                    "long_text": "long-text policy", "precision": "precision",
-                   "truncate_dim": "truncate_dim"}
+                   "truncate_dim": "truncate_dim", "prompt": "prompt"}
 
 
 def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[str]:

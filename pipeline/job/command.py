@@ -163,7 +163,8 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
             else:
                 resume.write_record(staging, resume.attempt_record(run, settings.overwrite))
             log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
-                f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
+                f"(poolings {', '.join(run.encoder.poolings)}{_prompt_note(run.encoder)}) into "
+                f"{run.output}"
                 f"{fields_note(given, run.settings)}")
             execute(options, run.writing_to(staging))
             if run.previous is not None:  # the rows copied were the run --reuse checked
@@ -180,6 +181,13 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
 
     code = summarize(run.output, settings.allow_incomplete_input)
     return load_stores(run, code)
+
+
+def _prompt_note(spec) -> str:
+    """The prompt the run prepends to each text, for its first line ("" when none)."""
+    from beam_embed.models.prompts import Chosen, describe
+
+    return f"; {describe(Chosen(spec.prompt, spec.prompt_name))}" if spec.prompt else ""
 
 
 def check_stores(run) -> None:

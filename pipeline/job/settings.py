@@ -118,6 +118,14 @@ class RunSettings(Settings):
         None, check=positive,
         help="keep each vector's first K dimensions (Matryoshka models), normalized again when "
              "the run normalizes; at most the model's width")
+    prompt_name: str | None = setting(
+        None, metavar="NAME",
+        help="prepend the model's prompt of this name (its config_sentence_transformers.json "
+             "prompts, e.g. query) to each text; default: the model's default prompt, if any")
+    prompt: str | None = setting(
+        None, metavar="TEXT",
+        help="prepend this text to each text instead (e.g. 'query: '); '' for no prompt, not "
+             "even the model's default")
     long_text: str = setting(
         "truncate", choices=LONG_TEXT_MODES,
         help="truncate (flagged) or average overlapping windows")
@@ -173,6 +181,9 @@ class RunSettings(Settings):
         5.0, check=_seconds, help="seconds between progress lines on stderr (0: none)")
 
     def check_together(self) -> None:
+        if self.prompt is not None and self.prompt_name is not None:
+            raise ValueError("--prompt and --prompt_name were both given; expected one of them "
+                             "(--prompt '' embeds the texts as they are)")
         if self.store:
             from beam_embed.pipeline.common.stores import parse_store_uri
 
@@ -209,4 +220,4 @@ class RunSettings(Settings):
             token_dtype=self.token_dtype, precision=self.precision,
             options=(("signature", self.elmo_signature),), threads=threads,
             accelerator=self.accelerator, batch=(self.batch_tokens, self.max_batch_size),
-            truncate_dim=self.truncate_dim)
+            truncate_dim=self.truncate_dim, prompt_name=self.prompt_name, prompt=self.prompt)
