@@ -1,0 +1,157 @@
+"""XLM-RoBERTa through `export-model` and a run: a random tiny model with a SentencePiece model
+trained in the test (tests/xlmr_fixture.py), checked against references computed without the
+exporter: the sentencepiece library's ids with fairseq's offset written out here, keras-hub's
+XLMRobertaTokenizer, and keras-hub's XLMRobertaBackbone loading the same Hugging Face folder
+(its own converter: position rows and token type folded its way), pooled here in numpy."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from beam_embed.models.export.checkpoint import CheckpointError
+from beam_embed.models.export.checkpoint_layout import inspect_checkpoint
+from beam_embed.models.export.convert import export_checkpoint
+from beam_embed.models.spec import encoder_spec
+from tests.job_helpers import parquet_rows, run_job, write_lines
+from tests.xlmr_fixture import MAX_POSITIONS, TEXTS, write_xlmr
+
+
+@pytest.fixture(scope="module")
+def xlmr(tmp_path_factory) -> tuple[str, str]:
+    """(the sentence-transformers folder, its export)."""
+    root = str(tmp_path_factory.mktemp("xlmr") / "st")
+    write_xlmr(root)
+    export = os.path.join(os.path.dirname(root), "export")
+    export_checkpoint(root, export)
+    return root, export
+
+
+def _fairseq_ids(folder: str, texts: list[str]) -> list[list[int]]:
+    """XLM-R's ids as fairseq defines them: SentencePiece's id + 1, its <unk> (0) -> 3."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(folder, "sentencepiece.bpe.model"))
+    return [[i + 1 if i else 3 for i in sp.encode(t)] for t in texts]
+
+
+def _keras_hub_vectors(folder: str, ids: list[list[int]]) -> np.ndarray:
+    """Mean over <s> ... </s> of keras-hub's backbone, each text alone, L2-normalised."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras_hub
+
+    backbone = keras_hub.models.XLMRobertaBackbone.from_preset(folder, dtype="float32")
+    out = []
+    for row in ids:
+        x = np.array([[0, *row, 2]], np.int32)
+        tokens = np.asarray(backbone({"token_ids": x, "padding_mask": np.ones_like(x)}))[0]
+        mean = tokens.astype(np.float64).mean(axis=0)
+        out.append(mean / np.linalg.norm(mean))
+    return np.stack(out)
+
+
+def test_the_exported_tokenizer_gives_xlmr_ids(xlmr):
+    import keras_hub
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece op the SavedModel uses)
+
+    root, export = xlmr
+    meta = json.load(open(os.path.join(export, "beam_embed.json")))
+    assert (meta["architecture"], meta["tokenizer"]) == ("xlm-roberta", "sentencepiece")
+    assert meta["max_position_embeddings"] == MAX_POSITIONS - 2
+    assert (meta["pooling"], meta["normalize"], meta["unused_variables"]) == ("mean", True, [])
+    pre = tf.saved_model.load(os.path.join(export, "preprocessor"))
+    ours = [row.flat_values.numpy().tolist() for row in pre.tokenize(tf.constant(TEXTS))]
+    assert ours == _fairseq_ids(root, TEXTS)
+    reference = keras_hub.models.XLMRobertaTokenizer(
+        proto=os.path.join(root, "sentencepiece.bpe.model"))
+    assert ours == [np.asarray(reference(t)).tolist() for t in TEXTS]
+    assert any(3 in row for row in ours)  # emoji never trained on: <unk>, fairseq's 3
+    # XLM-R's packing: <s> A </s></s> B </s>, <pad> after, no token types
+    a, b = pre.tokenize(tf.constant(["Привет", "東京"])), pre.tokenize(tf.constant(["mir", "!"]))
+    packed = pre.bert_pack_inputs([a, b], tf.constant(24))
+    for i, (x, y) in enumerate(zip(_fairseq_ids(root, ["Привет", "東京"]),
+                                   _fairseq_ids(root, ["mir", "!"]))):
+        row = [0, *x, 2, 2, *y, 2]
+        assert packed["input_word_ids"].numpy()[i].tolist() == row + [1] * (24 - len(row))
+        assert packed["input_mask"].numpy()[i].tolist() == [1] * len(row) + [0] * (24 - len(row))
+    assert not packed["input_type_ids"].numpy().any()
+
+
+def test_words_and_their_spans(xlmr):
+    _, export = xlmr
+    encoder = encoder_spec(export).build().encoder
+    words = encoder.tokenize_with_offsets(["  spaced   out\ttext  ", "Привет, мир! 🦄"])
+    vocab = encoder.vocabulary()
+    for i, want in enumerate([["spaced", "out", "text"], ["Привет,", "мир!", "🦄"]]):
+        begin, end = words.spans(i)
+        raw = ["  spaced   out\ttext  ", "Привет, мир! 🦄"][i].encode()
+        assert [raw[s:e].decode() for s, e in zip(begin, end)] == want
+    pieces = [vocab[p] for p in words.units.rows()[1]]
+    assert pieces[0] == "▁" and pieces[-1] == "<unk>"
+
+
+def test_vectors_match_keras_hub_xlmr(xlmr):
+    root, export = xlmr
+    spec = encoder_spec(export)
+    ours = spec.build().embed(TEXTS).vectors[spec.parsed_poolings()[0].column]
+    want = _keras_hub_vectors(root, _fairseq_ids(root, TEXTS))
+    assert ours.shape == want.shape == (len(TEXTS), 16)
+    cosines = (ours * want).sum(1) / np.linalg.norm(ours, axis=1)
+    assert cosines.min() >= 0.99999
+    np.testing.assert_allclose(ours, want, atol=2e-6)  # measured: 2.4e-7
+
+
+@pytest.mark.pipeline
+def test_run_with_the_exported_xlmr(xlmr, tmp_path):
+    root, export = xlmr
+    texts = [t for t in TEXTS if t.strip()]
+    corpus = write_lines(str(tmp_path / "corpus.txt"), texts)
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--input", corpus, "--model", export)
+    column = manifest["poolings"][0]["column"]
+    rows = parquet_rows(out)
+    got = np.stack([rows[f"{corpus}:{i + 1}"][column] for i in range(len(texts))])
+    want = _keras_hub_vectors(root, _fairseq_ids(root, texts))
+    assert ((got * want).sum(1)).min() >= 0.99999
+    lengths = [rows[f"{corpus}:{i + 1}"]["num_tokens"] for i in range(len(texts))]
+    assert lengths == [len(r) + 2 for r in _fairseq_ids(root, texts)]
+
+
+def test_a_folder_with_only_tokenizer_json_is_refused_by_name(tmp_path):
+    root = str(tmp_path / "st")
+    write_xlmr(root)
+    os.remove(os.path.join(root, "sentencepiece.bpe.model"))
+    with open(os.path.join(root, "tokenizer.json"), "w") as f:
+        json.dump({"model": {"type": "Unigram", "vocab": [["<s>", 0.0]]}}, f)
+    with pytest.raises(CheckpointError, match=r"no sentencepiece\.bpe\.model \(only "
+                                              r"tokenizer\.json, whose Unigram model"):
+        inspect_checkpoint(root)
+
+
+def test_a_sentencepiece_model_of_other_weights_is_refused(tmp_path):
+    root = str(tmp_path / "st")
+    write_xlmr(root)
+    config_file = os.path.join(root, "config.json")
+    with open(config_file) as f:
+        config = json.load(f)
+    pieces = config["vocab_size"]
+    with open(config_file, "w") as f:
+        json.dump({**config, "vocab_size": pieces + 5}, f)
+    with pytest.raises(CheckpointError, match=fr"gives {pieces} XLM-R ids .* vocab_size is "
+                                              fr"{pieces + 5}"):
+        inspect_checkpoint(root)
+    with open(os.path.join(root, "sentencepiece.bpe.model"), "wb") as f:
+        f.write(b"\xff\xff\xff not a model")
+    with pytest.raises(CheckpointError, match=r"is not a SentencePiece model"):
+        inspect_checkpoint(root)
+
+
+def test_lower_casing_is_refused_for_sentencepiece(tmp_path):
+    root = str(tmp_path / "st")
+    write_xlmr(root)
+    with pytest.raises(CheckpointError, match=r"--lower-case/--no-lower-case is for WordPiece"):
+        inspect_checkpoint(root, lower_case=True)
