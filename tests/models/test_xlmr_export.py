@@ -94,6 +94,51 @@ def test_words_and_their_spans(xlmr):
     assert pieces[0] == "▁" and pieces[-1] == "<unk>"
 
 
+def _sp_words(folder: str, text: str) -> list[list[str]]:
+    """SentencePiece's own pieces of `text`, a word starting at each piece that starts with ▁."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(folder, "sentencepiece.bpe.model"))
+    words = []
+    for piece in sp.encode(text, out_type=str):
+        piece = piece if sp.piece_to_id(piece) else "<unk>"
+        if piece.startswith("▁") or not words:
+            words.append([])
+        words[-1].append(piece)
+    return words
+
+
+def test_tokens_shows_the_pieces(xlmr, capsys):
+    from beam_embed.pipeline.cli import main as cli
+
+    root, export = xlmr
+    text = "Привет, мир! rocket 🦄 crème"
+    assert cli(["tokens", text, "--model", export, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["texts"][0]
+    assert report["words"][export] == _sp_words(root, text)
+    assert report["stats"][export]["unknown"] == 1
+
+
+def test_token_vectors_per_piece_match_keras_hub(xlmr):
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras_hub
+
+    root, export = xlmr
+    text = "crème brûlée à Paris 🦄"
+    out = encoder_spec(export, granularity="token", token_unit="wordpiece").build().embed([text])
+    pieces = [p for word in _sp_words(root, text) for p in word]
+    assert out.tokens[0] == pieces
+    # each piece's characters ("▁" alone: none); a word with an <unk> gives each piece its span
+    words = _sp_words(root, text)
+    assert words[-1] == ["▁", "<unk>"]
+    spans = [text[s:e] for s, e in zip(out.starts[0], out.ends[0])]
+    assert spans == [p.removeprefix("▁") for w in words[:-1] for p in w] + ["🦄", "🦄"]
+    backbone = keras_hub.models.XLMRobertaBackbone.from_preset(root, dtype="float32")
+    ids = np.array([[0, *_fairseq_ids(root, [text])[0], 2]], np.int32)
+    want = np.asarray(backbone({"token_ids": ids, "padding_mask": np.ones_like(ids)}))[0, 1:-1]
+    np.testing.assert_allclose(out.vectors[0], want, atol=2e-5)
+
+
 def test_vectors_match_keras_hub_xlmr(xlmr):
     root, export = xlmr
     spec = encoder_spec(export)
