@@ -119,3 +119,27 @@ def write_xlmr(root: str, seed: int = 0, proto: bytes | None = None) -> dict[str
     _write_json(os.path.join(root, "sentence_bert_config.json"),
                 {"max_seq_length": MAX_POSITIONS - 2, "do_lower_case": False})
     return weights
+
+
+def write_tokenizer_json(root: str) -> None:
+    """`root`'s tokenizer.json as transformers' XLM-R converter writes it, built with the
+    `tokenizers` library: a Unigram model over fairseq's ids, the SentencePiece model's
+    precompiled normaliser then ' {2,}' -> ' ', a Metaspace pre-tokeniser."""
+    import sentencepiece as spm
+    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+    from tokenizers.models import Unigram
+
+    from beam_embed.models.export.sentencepiece_model import normalizer_charsmap
+
+    with open(os.path.join(root, "sentencepiece.bpe.model"), "rb") as f:
+        proto = f.read()
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0),
+             *((sp.id_to_piece(i), sp.get_score(i)) for i in range(3, sp.get_piece_size())),
+             ("<mask>", 0.0)]
+    tokenizer = Tokenizer(Unigram(vocab, 3, False))
+    tokenizer.normalizer = normalizers.Sequence([
+        normalizers.Precompiled(normalizer_charsmap(proto)),
+        normalizers.Replace(Regex(" {2,}"), " ")])
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.save(os.path.join(root, "tokenizer.json"))

@@ -31,7 +31,7 @@ from beam_embed.models.export.checkpoint import Checkpoint, CheckpointError
 from beam_embed.models.export.checkpoint_layout import inspect_checkpoint, open_tensors
 from beam_embed.models.export.tokenizer_json import write_vocab
 from beam_embed.models.export.weight_map import MappedWeights, map_weights
-from beam_embed.models.export.xlmr_checkpoint import SENTENCEPIECE, position_offset
+from beam_embed.models.export.xlmr_checkpoint import SENTENCEPIECE, model_proto, position_offset
 from beam_embed.models.export.xlmr_preprocessor import XlmrPreprocessor
 from beam_embed.models.export_format import (
     DENSE,
@@ -165,8 +165,8 @@ def _export(ckpt: Checkpoint, vocab_file: str, out_dir: str, name: str | None) -
     mapped = read_weights(ckpt)
     encoder = BertEncoder(mapped.weights)
     if tok.flavor == SENTENCEPIECE:
-        with open(tok.vocab_file, "rb") as f:
-            preprocessor = XlmrPreprocessor(f.read(), vocab_file, list(tok.vocab_entries))
+        _, proto = model_proto(os.path.dirname(tok.vocab_file))
+        preprocessor = XlmrPreprocessor(proto, vocab_file, list(tok.vocab_entries))
     else:
         preprocessor = BertPreprocessor(vocab_file, tok.lower_case, tok.strip_accents,
                                         _special_ids(vocab_file), tok.flavor)

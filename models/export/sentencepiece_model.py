@@ -1,5 +1,6 @@
-"""A SentencePiece model file (`sentencepiece.bpe.model`, a serialized ModelProto) read without
-the sentencepiece library: its pieces, scores and types, and XLM-RoBERTa's vocabulary over them.
+"""A SentencePiece model file (`sentencepiece.bpe.model`, a serialized ModelProto) read and
+written without the sentencepiece library: its pieces, scores and types, its normaliser's
+precompiled character map, and XLM-RoBERTa's vocabulary over the pieces.
 
 XLM-RoBERTa keeps fairseq's dictionary order: `<s>`=0, `<pad>`=1, `</s>`=2, `<unk>`=3, then the
 SentencePiece ids shifted by one (the model's own `<unk>`, `<s>`, `</s>` at 0-2 give way to the
@@ -90,6 +91,48 @@ def read_pieces(data: bytes, where: str) -> list[Piece]:
     if not pieces:
         raise CheckpointError(f"{where} holds no SentencePiece pieces; re-download it")
     return pieces
+
+
+def normalizer_charsmap(data: bytes) -> bytes:
+    """The normaliser's precompiled character map (NormalizerSpec field 2), b"" if none."""
+    for number, wire, value in _fields(data):
+        if number == 3 and wire == 2:
+            return next((v for n, w, v in _fields(value) if n == 2 and w == 2), b"")
+    return b""
+
+
+def _key(number: int, wire: int) -> bytes:
+    return _encode_varint(number << 3 | wire)
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _message(number: int, body: bytes) -> bytes:
+    return _key(number, 2) + _encode_varint(len(body)) + body
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return _key(number, 0) + _encode_varint(value)
+
+
+def write_unigram_model(pieces: list[Piece], charsmap: bytes) -> bytes:
+    """A unigram ModelProto: the pieces (SentencePiece's ids: <unk>, <s>, </s> first), the
+    trainer's defaults for those ids (0, 1, 2, no <pad>), and a normaliser of the precompiled
+    `charsmap` that adds the "▁" prefix, collapses whitespace and escapes it (each default)."""
+    body = b"".join(_message(1, _message(1, p.piece.encode("utf-8")) + _key(2, 5)
+                             + struct.pack("<f", p.score) + _varint_field(3, p.type))
+                    for p in pieces)
+    trainer = _varint_field(3, 1) + _varint_field(4, len(pieces))  # model_type UNIGRAM
+    normalizer = (_message(1, b"user_defined") + _message(2, charsmap) + _varint_field(3, 1)
+                  + _varint_field(4, 1) + _varint_field(5, 1))
+    return body + _message(2, trainer) + _message(3, normalizer)
 
 
 def xlmr_vocabulary(pieces: list[Piece], where: str) -> list[str]:

@@ -2,7 +2,8 @@
 its positions.
 
 The weights have BERT's names and layout (hf_checkpoint.py reads them); the differences are the
-tokenizer (a SentencePiece model with fairseq's ids: sentencepiece_model.py) and the position
+tokenizer (a SentencePiece model with fairseq's ids: sentencepiece_model.py; from tokenizer.json
+when the folder has no model file: unigram_json.py) and the position
 table, whose first `padding_idx + 1` rows are never used (XLM-R counts positions from
 `padding_idx + 1`): the export drops them, so its positions count from 0 as BERT's do.
 """
@@ -18,6 +19,7 @@ from beam_embed.models.export.sentencepiece_model import (
     xlmr_vocabulary,
 )
 from beam_embed.models.export.tokenizer_json import TOKENIZER_JSON
+from beam_embed.models.export.unigram_json import sentencepiece_from_tokenizer_json
 
 XLM_ROBERTA = "xlm-roberta"
 SENTENCEPIECE = "sentencepiece"  # the tokenizer flavor of an XLM-R export
@@ -31,25 +33,31 @@ def position_offset(config: dict) -> int:
     return int(config.get("pad_token_id", 1)) + 1
 
 
+def model_proto(path: str) -> tuple[str, bytes]:
+    """(the file it came from, the SentencePiece model's bytes): `sentencepiece.bpe.model`, else
+    the one `tokenizer.json`'s Unigram model was converted from."""
+    model_file = os.path.join(path, SENTENCEPIECE_MODEL)
+    if os.path.exists(model_file):
+        with open(model_file, "rb") as f:
+            return model_file, f.read()
+    if os.path.exists(os.path.join(path, TOKENIZER_JSON)):
+        return os.path.join(path, TOKENIZER_JSON), sentencepiece_from_tokenizer_json(path)
+    raise CheckpointError(
+        f"{path} has neither {SENTENCEPIECE_MODEL} nor {TOKENIZER_JSON}; an XLM-RoBERTa export "
+        f"runs the model's SentencePiece tokenizer: download {SENTENCEPIECE_MODEL} from the "
+        "model's repository into that folder")
+
+
 def xlmr_tokenizer(path: str, config: dict, model_max: int | None) -> TokenizerSettings:
     """The folder's SentencePiece model as the export's tokenizer, checked against the config."""
-    model_file = os.path.join(path, SENTENCEPIECE_MODEL)
-    if not os.path.exists(model_file):
-        has_json = os.path.exists(os.path.join(path, TOKENIZER_JSON))
-        raise CheckpointError(
-            f"{path} has no {SENTENCEPIECE_MODEL}"
-            + (f" (only {TOKENIZER_JSON}, whose Unigram model is not rebuilt into one here)"
-               if has_json else "")
-            + f"; an XLM-RoBERTa export runs the SentencePiece model file itself: download "
-            f"{SENTENCEPIECE_MODEL} from the model's repository into that folder")
-    with open(model_file, "rb") as f:
-        vocab = xlmr_vocabulary(read_pieces(f.read(), model_file), model_file)
+    source, proto = model_proto(path)
+    vocab = xlmr_vocabulary(read_pieces(proto, source), source)
     if len(vocab) != config["vocab_size"]:
         raise CheckpointError(
-            f"{path}: {SENTENCEPIECE_MODEL} gives {len(vocab)} XLM-R ids (its pieces, fairseq's "
-            f"specials and <mask>) but config.json's vocab_size is {config['vocab_size']}; the "
-            "tokenizer does not belong to these weights")
+            f"{path}: {os.path.basename(source)} gives {len(vocab)} XLM-R ids (its pieces, "
+            f"fairseq's specials and <mask>) but config.json's vocab_size is "
+            f"{config['vocab_size']}; the tokenizer does not belong to these weights")
     return TokenizerSettings(
-        vocab_file=model_file, lower_case=False, strip_accents=False,
+        vocab_file=source, lower_case=False, strip_accents=False,
         tokenize_chinese_chars=False, model_max_length=model_max,
         lower_case_source=NORMALISER_NOTE, flavor=SENTENCEPIECE, vocab_entries=tuple(vocab))

@@ -17,7 +17,7 @@ from beam_embed.models.export.checkpoint_layout import inspect_checkpoint
 from beam_embed.models.export.convert import export_checkpoint
 from beam_embed.models.spec import encoder_spec
 from tests.job_helpers import parquet_rows, run_job, write_lines
-from tests.xlmr_fixture import MAX_POSITIONS, TEXTS, write_xlmr
+from tests.xlmr_fixture import MAX_POSITIONS, TEXTS, write_tokenizer_json, write_xlmr
 
 
 @pytest.fixture(scope="module")
@@ -166,15 +166,55 @@ def test_run_with_the_exported_xlmr(xlmr, tmp_path):
     assert lengths == [len(r) + 2 for r in _fairseq_ids(root, texts)]
 
 
-def test_a_folder_with_only_tokenizer_json_is_refused_by_name(tmp_path):
+def test_a_folder_with_only_tokenizer_json(xlmr, tmp_path):
+    """Its Unigram model is rebuilt into the SentencePiece model: the ids of the `tokenizers`
+    library (as transformers' fast tokenizer computes them), the vectors of the model file's
+    export."""
+    import tensorflow as tf
+    import tokenizers
+
+    root = str(tmp_path / "st")
+    write_xlmr(root)  # the same weights and SentencePiece model as the fixture's
+    write_tokenizer_json(root)
+    os.remove(os.path.join(root, "sentencepiece.bpe.model"))
+    export = str(tmp_path / "export")
+    meta = export_checkpoint(root, export)
+    assert meta["vocabulary_from"] == "tokenizer.json"
+    fast = tokenizers.Tokenizer.from_file(os.path.join(root, "tokenizer.json"))
+    pre = tf.saved_model.load(os.path.join(export, "preprocessor"))
+    ours = [row.flat_values.numpy().tolist() for row in pre.tokenize(tf.constant(TEXTS))]
+    want = [fast.encode(t, add_special_tokens=False).ids for t in TEXTS]
+    # SentencePiece drops trailing whitespace; the fast tokenizer keeps a lone "▁" for it
+    lone = fast.token_to_id("▁")
+    want = [w[:-1] if t != t.rstrip() and w[-1:] == [lone] else w for t, w in zip(TEXTS, want)]
+    assert ours == want
+    spec = encoder_spec(export)
+    vectors = spec.build().embed(TEXTS).vectors[spec.parsed_poolings()[0].column]
+    reference = encoder_spec(xlmr[1])
+    same = reference.build().embed(TEXTS).vectors[reference.parsed_poolings()[0].column]
+    np.testing.assert_allclose(vectors, same, atol=1e-6)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda j: j["model"].update(type="BPE"), r"its model is 'BPE' \(expected Unigram\)"),
+    (lambda j: j.update(normalizer={"type": "NFKC"}), r"its normalizer is \['NFKC'\]"),
+    (lambda j: j.update(pre_tokenizer={"type": "Whitespace"}), r"its pre_tokenizer is"),
+    (lambda j: j["model"]["vocab"].pop(), r"ends \['[^<]"),
+])
+def test_a_tokenizer_json_it_cannot_rebuild_is_refused_by_name(tmp_path, edit, message):
     root = str(tmp_path / "st")
     write_xlmr(root)
+    write_tokenizer_json(root)
     os.remove(os.path.join(root, "sentencepiece.bpe.model"))
-    with open(os.path.join(root, "tokenizer.json"), "w") as f:
-        json.dump({"model": {"type": "Unigram", "vocab": [["<s>", 0.0]]}}, f)
-    with pytest.raises(CheckpointError, match=r"no sentencepiece\.bpe\.model \(only "
-                                              r"tokenizer\.json, whose Unigram model"):
+    path = os.path.join(root, "tokenizer.json")
+    with open(path) as f:
+        found = json.load(f)
+    edit(found)
+    with open(path, "w") as f:
+        json.dump(found, f)
+    with pytest.raises(CheckpointError, match=message) as e:
         inspect_checkpoint(root)
+    assert "put the model's sentencepiece.bpe.model beside config.json" in str(e.value)
 
 
 def test_a_sentencepiece_model_of_other_weights_is_refused(tmp_path):
