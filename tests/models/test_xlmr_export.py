@@ -26,7 +26,9 @@ def xlmr(tmp_path_factory) -> tuple[str, str]:
     root = str(tmp_path_factory.mktemp("xlmr") / "st")
     write_xlmr(root)
     export = os.path.join(os.path.dirname(root), "export")
-    export_checkpoint(root, export)
+    from beam_embed.pipeline.cli import main as cli
+
+    assert cli(["export-model", root, export]) == 0  # the command, as a user runs it
     return root, export
 
 
