@@ -67,7 +67,7 @@ class XlmrPreprocessor(tf.Module):
         text = tf.gather(strings, pieces.value_rowids())
         span = tf.strings.substr(text, word_begin, word_end - word_begin)
         lead = tf.strings.length(span) - tf.strings.length(
-            tf.strings.regex_replace(span, r"^\s+", ""))
+            tf.strings.regex_replace(span, r"^[\s\p{Z}]+", ""))
         shape = pieces.row_splits
         return {"pieces": pieces,
                 "word_begin": tf.RaggedTensor.from_row_splits(word_begin + tf.cast(lead, tf.int64),

@@ -86,11 +86,12 @@ def test_the_exported_tokenizer_gives_xlmr_ids(xlmr):
 def test_words_and_their_spans(xlmr):
     _, export = xlmr
     encoder = encoder_spec(export).build().encoder
-    words = encoder.tokenize_with_offsets(["  spaced   out\ttext  ", "Привет, мир! 🦄"])
+    texts = ["  spaced \u00a0 out\ttext\u3000東京  ", "Привет, мир! 🦄"]
+    words = encoder.tokenize_with_offsets(texts)
     vocab = encoder.vocabulary()
-    for i, want in enumerate([["spaced", "out", "text"], ["Привет,", "мир!", "🦄"]]):
+    for i, want in enumerate([["spaced", "out", "text", "東京"], ["Привет,", "мир!", "🦄"]]):
         begin, end = words.spans(i)
-        raw = ["  spaced   out\ttext  ", "Привет, мир! 🦄"][i].encode()
+        raw = texts[i].encode()
         assert [raw[s:e].decode() for s, e in zip(begin, end)] == want
     pieces = [vocab[p] for p in words.units.rows()[1]]
     assert pieces[0] == "▁" and pieces[-1] == "<unk>"
