@@ -40,9 +40,9 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 # (pipeline/common/dask_runner); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
 # `beam-embed store` (and `run --store`): the vector stores' clients, and for the tests a
-# PostgreSQL server with pgvector in a wheel.
-STORES = ["lancedb==0.40.0", "qdrant-client==1.20.0", "pymilvus==3.0.2", "milvus-lite==3.2.2",
-          "psycopg[binary]==3.3.9"]
+# PostgreSQL server with pgvector in a wheel; pylance writes `run --format lance`'s dataset.
+STORES = ["lancedb==0.40.0", "pylance==14.0.2", "qdrant-client==1.20.0", "pymilvus==3.0.2",
+          "milvus-lite==3.2.2", "psycopg[binary]==3.3.9"]
 # What the "Reading the output" snippets (docs/reading.md) import beyond the base install.
 # pandas inside the range Beam 2.77 supports (its `dataframe` extra: <2.4): pandas 3 breaks
 # Beam's own `beam.io.ReadFromCsv` (tests/test_extras.py checks the pin against Beam's metadata).

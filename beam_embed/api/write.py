@@ -77,7 +77,7 @@ class _Claim(beam.DoFn):
             make_folder(self._output)
             taken_over = self._release_unfinished()
             run = StagedRun.open(self._output, JOB, self._overwrite, [COMMAND, self._output],
-                                 run_id=self._run_id)
+                                 run_id=self._run_id, resumable=False)
         except BaseException:  # refused: the write steps may have made this write's staging
             discard(staging_folder(self._output, self._run_id))  # folder (its id is its own)
             raise
@@ -287,6 +287,7 @@ class WriteEmbeddings(beam.PTransform):
             count_duplicate_ids,
             manifest_base,
             output_schema,
+            shard_sets,
         )
         from beam_embed.pipeline.job.sinks import WriteDeadLetters, WriteManifest, count
 
@@ -309,8 +310,11 @@ class WriteEmbeddings(beam.PTransform):
                    | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH)
                    | "ToBatches" >> beam.Map(_batch, s.metadata_fields))
         dead = (dead | "DeadAfterClaim" >> beam.Map(lambda d, _: _errors_line(d), claimed))
+        sets = shard_sets(run, schema)  # shards of at most 128 MiB, as the run's
+        commits = None if sets is None else batches | "WriteShards" >> sets.write(staging)
+        by_sets = () if sets is None else {f.name for f in sets.formats}
         written = [batches | f"Write{fmt.title()}" >> output_format(fmt).write(
-            staging, schema, s.num_shards) for fmt in s.format]
+            staging, schema, s.num_shards) for fmt in s.format if fmt not in by_sets]
         written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(staging))
         # every row counted read has its id, as the run counts its records' (text, 1 is "1")
         ids = ((batches | "BatchIds" >> beam.FlatMap(_batch_ids),
@@ -323,7 +327,7 @@ class WriteEmbeddings(beam.PTransform):
                       ("read", 1), ("skipped_empty" if d.kind == EMPTY else "dead_lettered", 1)]),
                   duplicates]
         manifest = p | "WriteManifest" >> WriteManifest(
-            staging, manifest_base(run), counts, written, COUNTS, example)
+            staging, manifest_base(run), counts, written, COUNTS, example, commits, sets)
         published = manifest | "Publish" >> beam.ParDo(_Publish(output), claimed)
         _WRITERS.setdefault(p, {})[_folder_key(output)] = self.label
         if s.store:

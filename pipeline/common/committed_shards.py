@@ -58,38 +58,59 @@ def _nbytes(encoded) -> int:
     return int(size) if size is not None else len(encoded)
 
 
+class _ShardFile:
+    """One format's file of a shard set: written through the format's `open_batches`, hashed
+    as it is written."""
+
+    def __init__(self, output: str, fmt, set_name: str, schema, shard_bytes: int):
+        self.path = FileSystems.join(output, unnumbered_name(PREFIX, set_name, fmt.suffix))
+        with naming_file(self.path):
+            self.handle = HashingFile(FileSystems.create(
+                self.path, "application/octet-stream", CompressionTypes.UNCOMPRESSED))
+            self.writer = fmt.open_batches(self.handle, schema, shard_bytes)
+
+    def encode(self, batch):
+        return self.writer.encode(batch)
+
+    def size(self) -> int:
+        return self.handle.bytes + self.writer.pending_bytes()
+
+    def write(self, encoded) -> None:
+        with naming_file(self.path):  # a full disk's error names no file
+            self.writer.write(encoded)
+
+    def close(self, rows: int) -> dict:
+        """{file name: {"rows", "digest"}} of what it wrote."""
+        with naming_file(self.path):
+            self.writer.close()
+            self.handle.close()
+        return {FileSystems.split(self.path)[1]: {"rows": rows, "digest": self.handle.digest()}}
+
+
 class _ShardSet:
-    """One open file per format, the same rows in each."""
+    """One open file per format (a dataset format's part of the set: its `open_part`), the
+    same rows in each."""
 
     def __init__(self, output: str, formats: tuple, schema, shard_bytes: int):
         self.name = uuid.uuid4().hex
         self.output, self.rows, self.keys = output, 0, []
         self.counts = dict.fromkeys(COUNTED, 0)
-        self.paths = {f.name: FileSystems.join(output, unnumbered_name(PREFIX, self.name,
-                                                                       f.suffix))
-                      for f in formats}
-        self.files = []
-        for f in formats:
-            path = self.paths[f.name]
-            with naming_file(path):
-                handle = HashingFile(FileSystems.create(
-                    path, "application/octet-stream", CompressionTypes.UNCOMPRESSED))
-                self.files.append((path, handle, f.open_batches(handle, schema, shard_bytes)))
+        self.files = [(f.name, f.open_part(output, self.name, schema, shard_bytes)
+                       if f.open_part is not None else
+                       _ShardFile(output, f, self.name, schema, shard_bytes)) for f in formats]
 
     def encode(self, batch) -> list:
         """The batch in each format, before it is written."""
-        return [writer.encode(batch) for _, _, writer in self.files]
+        return [part.encode(batch) for _, part in self.files]
 
     def fits(self, encoded: list, shard_bytes: int) -> bool:
         """Whether the encoded batch fits under the bound (an empty set takes any batch)."""
-        return not self.rows or all(
-            handle.bytes + writer.pending_bytes() + _nbytes(e) <= shard_bytes
-            for (_, handle, writer), e in zip(self.files, encoded))
+        return not self.rows or all(part.size() + _nbytes(e) <= shard_bytes
+                                    for (_, part), e in zip(self.files, encoded))
 
     def write(self, batch, encoded: list) -> None:
-        for (path, _, writer), e in zip(self.files, encoded):
-            with naming_file(path):  # a full disk's error names no file
-                writer.write(e)
+        for (_, part), e in zip(self.files, encoded):
+            part.write(e)
         self.keys.append(record_keys(batch.records))
         self.rows += len(batch)
         self.counts["embedded"] += len(batch)
@@ -98,19 +119,19 @@ class _ShardSet:
 
     def commit(self) -> dict:
         """Closes the files, then writes the keys, then the commit record (the commit)."""
-        digests = {}
-        for path, handle, writer in self.files:
-            with naming_file(path):
-                writer.close()
-                handle.close()
-            digests[FileSystems.split(path)[1]] = handle.digest()
+        files, written, parts = {}, {}, {}
+        for fmt, part in self.files:
+            closed = part.close(self.rows)
+            files[fmt] = sorted(closed)
+            written.update(closed)
+            if getattr(part, "metadata", None) is not None:
+                parts[fmt] = part.metadata
         keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint64)
         base = FileSystems.join(self.output, COMMITS, self.name)
         with naming_file(base + KEYS), FileSystems.create(base + KEYS) as f:
             f.write(keys.astype("<u8").tobytes())
-        commit = {"set": self.name, "rows": self.rows, "counts": self.counts,
-                  "files": {fmt: FileSystems.split(p)[1] for fmt, p in self.paths.items()},
-                  "digests": digests}
+        commit = {"set": self.name, "rows": self.rows, "counts": self.counts, "files": files,
+                  "written": written, "parts": parts}
         with naming_file(base + ".json"), FileSystems.create(base + ".json") as f:
             f.write(json.dumps(commit).encode("utf-8"))
         return commit
@@ -176,7 +197,7 @@ def read_commits(output: str) -> list[dict]:
                 commit = json.load(f)
         except (OSError, ValueError):
             continue
-        if isinstance(commit, dict) and {"set", "rows", "files", "digests"} <= set(commit):
+        if isinstance(commit, dict) and {"set", "rows", "files", "written"} <= set(commit):
             found.append(commit)
     return found
 
@@ -198,15 +219,24 @@ class ShardSets:
     schema: object
     shard_bytes: int
     kept: tuple = ()
+    finish: tuple = ()  # (name, value) keywords of a dataset format's finish_parts
 
     def write(self, output: str) -> WriteShardSets:
         return WriteShardSets(output, self.formats, self.schema, self.shard_bytes)
 
     def files(self, output: str, commits) -> dict[str, tuple[int, dict]]:
         """path -> (rows, digest) of every committed file: the kept sets' and `commits` (this
-        attempt's); one empty set when there are none."""
+        attempt's); one empty set when there are none. A dataset format (Lance) is completed
+        here, from its parts (its version files among the files)."""
         commits = [*self.kept, *commits]
         if not commits:
             commits = [empty_set(output, self.formats, self.schema)]
-        return {FileSystems.join(output, name): (c["rows"], c["digests"][name])
-                for c in commits for name in c["files"].values()}
+        found = {FileSystems.join(output, name): (w["rows"], w["digest"])
+                 for c in commits for name, w in c["written"].items()}
+        for f in self.formats:
+            if f.finish_parts is not None:
+                parts = [c["parts"][f.name] for c in commits if f.name in c.get("parts", {})]
+                for name, w in f.finish_parts(output, parts, self.schema,
+                                              **dict(self.finish)).items():
+                    found[FileSystems.join(output, name)] = (w["rows"], w["digest"])
+        return found

@@ -637,11 +637,16 @@ JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
                  JobManifest.listed_in, JobManifest.recognizes, resumable=True)
 
 
-def listed_files(paths, formats) -> dict:
+def listed_files(paths, formats, output: str | None = None) -> dict:
     """The manifest's `files` (shard names per format, for each of the `formats` entries that
-    writes files, in their order) and `errors_files`, from written paths."""
-    names = sorted(FileSystems.split(p)[1] for p in paths)
+    writes files, in their order; a dataset format's files, named relative to the run's folder
+    `output`, under its dataset folder) and `errors_files`, from written paths."""
+    base = None if output is None else output.rstrip("/") + "/"
+    names = sorted(p[len(base):] if base and p.startswith(base) else FileSystems.split(p)[1]
+                   for p in paths)
     shards = [n for n in names if n.startswith(f"{PREFIX}-")]
-    return {"files": Files.of({f.name: tuple(n for n in shards if n.endswith(f.suffix))
-                               for f in formats if f.writes_files}),
+    return {"files": Files.of({f.name: tuple(
+                n for n in names if n.startswith(f"{f.dataset}/")) if f.dataset else tuple(
+                n for n in shards if n.endswith(f.suffix))
+                for f in formats if f.writes_files}),
             "errors_files": [n for n in names if n.startswith(ERRORS_PREFIX)]}

@@ -60,18 +60,22 @@ class StagedRun:
         self.taken_over = claim.taken_over
         self.staging = staging_folder(folder, claim.run_id)
         self.staged = False
+        self.resumable = kind.resumable
         self.replaced: list[str] | None = None
         self._claim: Claim | None = claim
 
     @classmethod
     def open(cls, folder: str, kind: OutputKind, overwrite: bool, command: list[str], *,
-             options=None, run_id: str | None = None, resume: bool = False) -> StagedRun:
+             options=None, run_id: str | None = None, resume: bool = False,
+             resumable: bool | None = None) -> StagedRun:
         """Claims `folder` (OutputBusy names the holder) and checks it again under the claim
         (OutputRefused); `run_id`: the run's own, when its staging folder is named already
         (a resumed run's: the killed run's); `resume`: a killed run's claim is taken over to
-        continue it (a live one never is)."""
+        continue it (a live one never is); `resumable`: a failed run's committed work stays
+        for a --resume (default: as `kind` says; the Python API's writes have no --resume)."""
+        resumable = kind.resumable if resumable is None else resumable
         claim = claim_output(folder, overwrite or resume, command, options=options,
-                             run_id=run_id, resumable=kind.resumable)
+                             run_id=run_id, resumable=resumable)
         try:
             previous = check_output(folder, kind, overwrite)
         except ValueError as e:
@@ -80,7 +84,9 @@ class StagedRun:
         except BaseException:
             claim.release()
             raise
-        return cls(folder, kind, claim, previous)
+        run = cls(folder, kind, claim, previous)
+        run.resumable = resumable
+        return run
 
     def stage(self, taken_over: str | None = None,
               say: Callable[[str], None] = log, resumed: bool = False) -> str:
@@ -114,7 +120,7 @@ class StagedRun:
     def keeps_work(self) -> bool:
         """Whether a failed run's staging folder stays: a job's that committed shard sets,
         which --resume continues (committed_shards.py)."""
-        if not (self.kind.resumable and self.staged):
+        if not (self.resumable and self.staged):
             return False
         from beam_embed.pipeline.common.committed_shards import read_commits
 

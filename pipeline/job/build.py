@@ -190,12 +190,14 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
 
 def shard_sets(run, schema):
     """How the run writes its shards in committed sets (committed_shards.py): the formats that
-    can be, unless --num_shards fixes the shard count (Beam's sink writes them, at the end);
-    None when no format is written so."""
+    can be, but shards when --num_shards fixes their count (Beam's sink writes them, at the
+    end); a dataset format (Lance) always; None when no format is written so."""
     s = run.settings
     formats = tuple(f for f in (output_format(name) for name in s.format)
-                    if f.open_batches is not None)
-    if s.num_shards or not formats:
+                    if f.open_part is not None or (f.open_batches is not None
+                                                   and not s.num_shards))
+    if not formats:
         return None
     kept = run.resumed.commits if run.resumed is not None else ()
-    return ShardSets(formats, schema, int(s.shard_mb * (1 << 20)), kept)
+    finish = (("index", True),) if s.lance_index else ()
+    return ShardSets(formats, schema, int(s.shard_mb * (1 << 20)), kept, finish)

@@ -159,7 +159,16 @@ def differences(record: dict, run) -> list[str]:
 
 
 def check_same_run(attempt: Attempt, run) -> None:
-    """A ValueError naming every difference: --resume continues only the same run."""
+    """A ValueError naming every difference: --resume continues only the same run, one whose
+    every format is written in committed shard sets."""
+    from beam_embed.pipeline.common.output_formats import output_format
+
+    loose = [f for f in run.settings.format
+             if output_format(f).open_part is None and output_format(f).open_batches is None]
+    if loose:
+        raise ValueError(f"--resume keeps committed shards, and --format {loose[0]} writes its "
+                         "files at the end, committing none; expected formats with shards of "
+                         "their own (parquet, tfrecord, lance), or --overwrite to start again")
     found = differences(attempt.record, run)
     if found:
         shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
@@ -201,7 +210,7 @@ def _remove_uncommitted(staging: str, kept: list[dict]) -> int:
 
     keep = {FileSystems.join(staging, n) for n in _KEEPS}
     for commit in kept:
-        keep |= {FileSystems.join(staging, name) for name in commit["files"].values()}
+        keep |= {FileSystems.join(staging, name) for name in commit["written"]}
         base = FileSystems.join(staging, COMMITS, commit["set"])
         keep |= {base + ".json", base + KEYS}
     gone = [p for p in _files_under(staging) if p not in keep]

@@ -171,6 +171,9 @@ class RunSettings(Settings):
     overwrite: bool = setting(
         False, help="replace an existing output (swapped in when the new run is complete); "
                     "also takes over the claim a killed run left")
+    lance_index: bool = setting(
+        False, help="--format lance: build an IVF-PQ index (cosine) on each vector column for "
+                    "fast approximate search (default: none, LanceDB searches exactly)")
     resume: bool = setting(
         False, help="continue a run of the same settings and input that was killed in this "
                     "--output: keep the shards it committed, embed only the rest")
@@ -199,6 +202,21 @@ class RunSettings(Settings):
                                      "from the killed run; expected --resume without a "
                                      "bigquery:// --store (then load the table from the "
                                      "published run's Parquet shards)")
+        if "lance" in self.format:
+            from beam_embed.pipeline.common.output_formats.lance import check_writable
+
+            check_writable(self.output, self.granularity)
+        if self.lance_index and ("lance" not in self.format
+                                 or self.vector_dtype not in ("float32", "float16")):
+            raise ValueError(f"--lance_index indexes the float vectors of --format lance; "
+                             f"expected --format with lance and --vector_dtype float32 or "
+                             f"float16 (got --format {','.join(self.format)}, --vector_dtype "
+                             f"{self.vector_dtype})")
+        if self.resume and self.num_shards:
+            raise ValueError(f"--resume keeps the shards a killed run committed as they "
+                             f"closed, and --num_shards {self.num_shards} writes them all at the "
+                             "end (nothing is committed before); expected --num_shards 0 (shards "
+                             "of at most --shard_mb) with --resume")
         if self.vector_dtype != "float32" and self.granularity == "token":
             raise ValueError(f"--vector_dtype {self.vector_dtype} applies to sentence vectors; "
                              "token vectors take --token_dtype (float32 or float16)")

@@ -77,7 +77,7 @@ class _WriteManifest(beam.DoFn):
         known = self._sets.files(self._output, commits) if self._sets else {}
         names = shard_names([*files, *known], SHARD_TEMPLATE)
         written = number_shards([*files, *known], SHARD_TEMPLATE)
-        listed = listed_files(written, self._formats)
+        listed = listed_files(written, self._formats, self._output)
         # each shard's rows and its size and hash, taken as it was written (a committed set's
         # from its commit; another format's rows read back): readers check them
         # (beam_embed.pipeline.common.shards)

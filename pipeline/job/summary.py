@@ -58,6 +58,9 @@ def next_commands(output: str, manifest: JobManifest | None = None) -> str:
     column of 2..COLOURS values, else the input files when they are that many, else length):
     a column of a value per row (3,000 titles) would colour 9 rows and grey the rest."""
     output = output.rstrip("/")
+    if manifest is not None and set(manifest.files) == {"lance"}:  # pca and search read shards
+        return (f'next: lancedb.connect("{output}").open_table("embeddings") in Python; '
+                "pca and search read Parquet or TFRecord shards (--format parquet,lance)")
     color = _color_flag(output, manifest) if manifest is not None else ""
     return (f"next: beam-embed pca --input {output} --output {_free_folder(output)}{color}   "
             f'or   beam-embed search {output} "your query"')
@@ -132,7 +135,9 @@ def exit_code(counts: Counts, allow_incomplete_input: bool) -> int:
 def summarize(output: str, allow_incomplete_input: bool = False) -> int:
     manifest = JobManifest.read(output)
     c = manifest.counts
-    shards = ", ".join(f"{len(names)} {fmt}" for fmt, names in manifest.files.items())
+    shards = ", ".join(f"{len(names)} {fmt}" if fmt != "lance" else
+                       f"{sum('/data/' in n for n in names)} lance" for fmt, names in
+                       manifest.files.items())
     log(f"done: read {c.read}, embedded {c.embedded} ({c.truncated} truncated), skipped "
         f"empty {c.skipped_empty}, dead-lettered {c.dead_lettered}, {c.tokens} tokens in "
         f"{manifest.wall_time_s:.1f}s -> {output} ({shards} shard(s), {MANIFEST})")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from beam_embed.pipeline.common.output_formats import parquet, tfrecord
+from beam_embed.pipeline.common.output_formats import lance, parquet, tfrecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +41,14 @@ class OutputFormat:
     # the job's shards of bounded size, committed as they close (committed_shards.py), which
     # --resume keeps. None: the job writes the format with `write` alone (no --resume)
     open_batches: Callable | None = None
+    # a dataset format (one dataset of the run, not shards: Lance) writes a part of it in each
+    # shard set instead: open_part(output, set_name, schema, shard_bytes) -> an object with
+    # encode, write, size(), close(rows) -> {file name: {"rows", "digest"}} and `metadata` (the
+    # part as the dataset's commit takes it), and finish_parts(output, parts, schema) ->
+    # {file name: {"rows", "digest"}} of the files that make the parts one dataset
+    open_part: Callable | None = None
+    finish_parts: Callable | None = None
+    dataset: str | None = None  # a dataset format's folder in the run's folder
     rows_up_front: bool = False  # counting rows is cheap (a footer): readers check every
     #                              shard's rows before reading any data; else as they read it
     # pca: read_blocks(shard_paths_pcollection, columns, pooling, rows) -> a PCollection of
@@ -75,6 +83,10 @@ OUTPUT_FORMATS: dict[str, OutputFormat] = {
         "tfrecord", tfrecord.SUFFIX, "TFRecord", tfrecord.write, tfrecord.count_rows,
         open_batches=tfrecord.open_batches, read_blocks=tfrecord.read_blocks, read_previous=tfrecord.read_previous,
         read_table=tfrecord.read_table, tensorflow=True),
+    "lance": OutputFormat(
+        "lance", lance.SUFFIX, "Lance", lance.write, lance.count_rows,
+        open_part=lance.open_part, finish_parts=lance.finish_parts, dataset=lance.DATASET,
+        by_default=False),
 }
 
 
