@@ -87,6 +87,14 @@ def _refused(folder: str, why: str) -> ValueError:
                       "every record)")
 
 
+FINGERPRINT = "model (fingerprint)"  # how model_differences names a fingerprint's difference
+
+
+def _other_settings(folder: str, diffs: list[str]) -> ValueError:
+    return _refused(folder, "it was embedded with other settings, and copied vectors must not "
+                            "mix with new ones: " + "; ".join(diffs))
+
+
 def _earlier_fingerprint(previous: JobManifest, base: JobManifest) -> str:
     """Why the previous run's fingerprint, not this model's, still names this model, in one
     line (an earlier version computed it over fewer of its files, or it was taken over an
@@ -176,9 +184,10 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         _unusable(folder, previous, base.granularity, base.vector_dtype)
     earlier = _earlier_fingerprint(previous, base)
     diffs = _differences(previous, base, earlier)
-    if diffs:
-        raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
-                               "mix with new ones: " + "; ".join(diffs))
+    # the fingerprint alone differs: its rows embedded again decide, once its shards are checked
+    fingerprint_only = bool(diffs) and all(d.startswith(FINGERPRINT) for d in diffs)
+    if diffs and not fingerprint_only:
+        raise _other_settings(folder, diffs)
     _unusable(folder, previous, base.granularity, base.vector_dtype)
     try:
         es = EmbeddingSet(folder, previous, manifest_sha256)
@@ -196,6 +205,15 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
         checked = check_shards(es, fmt.name, count_all=True)
     except IncompleteInput as e:
         raise _refused(folder, f"its shards are incomplete or changed: {one_line(e)}") from e
+    if fingerprint_only:
+        from beam_embed.pipeline.common.rows_agree import rows_agree
+
+        m = base.model
+        earlier = rows_agree(previous.model, es.poolings[0], previous.text_column,
+                             checked.paths[0], fmt, m.kind, m.encoder, m.preprocessor
+                             ) if checked.paths and m.kind else None
+        if earlier is None:
+            raise _other_settings(folder, diffs)
     if earlier:
         log(f"--reuse {folder}: {earlier}")
     if not checked.verified:

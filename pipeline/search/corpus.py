@@ -74,6 +74,13 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
             f"was embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
             "with the model of the stored vectors")
     if not found.same:
+        from beam_embed.pipeline.common.rows_agree import rows_agree
+
+        note = rows_agree(m, corpus.pooling, corpus.has_text, corpus.shards[0], corpus.format,
+                          kind, encoder, preprocessor) if corpus.shards else None
+        if note is not None:
+            log(f"{corpus.folder}: {note}")
+            return kind, encoder, preprocessor
         raise ValueError(
             f"the model {m.name} at {m.encoder!r} is missing or changed since "
             f"{corpus.folder} was embedded (fingerprint {found.now}, manifest {recorded}); pass "
