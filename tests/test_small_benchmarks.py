@@ -69,3 +69,32 @@ def test_the_ab_benchmark_runs_both_trees_and_finds_their_vectors_equal(tmp_path
     assert result["vectors"]["rows"] == 40 and result["vectors"]["max_abs_diff"] == 0.0
     assert [len(result["runs"][side]) for side in ("base", "head")] == [1, 1]
     assert "A/B over 1 alternating rounds" in done.stdout
+
+
+@pytest.mark.pipeline  # the job at two sizes, then killed half-way and resumed
+def test_the_scale_benchmark_measures_each_size_its_shards_and_a_resume(tmp_path):
+    done = _run("scale.py", "--quick", "--json", str(tmp_path / "scale.json"))
+    result = json.loads((tmp_path / "scale.json").read_text())
+    bound = result["shard_mb"] << 20
+    sizes = result["sizes"]
+    assert [(r["model"], r["records"], r["embedded"]) for r in sizes] == [
+        ("tiny-bert", 2000, 2000), ("tiny-bert", 4000, 4000)]
+    for r in sizes:
+        assert r["per_record_ms"] == pytest.approx(1000 * r["pipeline_s"] / r["records"],
+                                                   rel=1e-3) and r["peak_rss_mib"] > 0
+        assert set(r["shards"]) == {"parquet", "tfrecord"}
+        assert all(s["count"] >= 2 and 0 < s["max_bytes"] <= bound for s in r["shards"].values())
+    (round_,) = result["resume"]["rounds"]
+    clean, resumed = round_["clean"], round_["resume"]
+    kept = resumed["resumed"]["records_kept"]
+    assert resumed["resumed"]["attempts"] == 2 and clean["resumed"] is None
+    assert 2000 <= resumed["kill"]["committed_rows"] <= kept < 4000  # killed half-way
+    assert clean["embedded"] == resumed["embedded"] == 4000
+    assert round_["ratio"] == pytest.approx(resumed["pipeline_s"] / clean["pipeline_s"], abs=1e-4)
+    targets = result["targets"]
+    assert targets["peak_rss"]["value"] == pytest.approx(
+        sizes[1]["peak_rss_mib"] / sizes[0]["peak_rss_mib"], abs=1e-3)
+    largest = max(s["max_bytes"] for r in (*sizes, clean, resumed) for s in r["shards"].values())
+    assert targets["shard_bound"]["value"] == pytest.approx(largest / 2**20, abs=1e-3)
+    assert all(t["met"] == (t["value"] <= t["threshold"]) for t in targets.values())
+    assert "| target | value | threshold |" in done.stdout
