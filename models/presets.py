@@ -193,6 +193,20 @@ def preset_prompts(name: str, preset: dict, recorded: Prompts) -> Prompts:
         raise ValueError(f"preset {name!r} in {presets_file()} has {e}") from e
 
 
+def card_prompts(name: str | None, recorded: Prompts) -> Prompts:
+    """The prompts of the model a run named `name` used: its preset's (the model card's), when
+    a preset of that name gives them, else those its export records (`search` embeds queries
+    with them)."""
+    try:
+        presets = load_presets()
+    except (OSError, ValueError):
+        return recorded
+    for key, preset in presets.items():
+        if preset.get("name", key) == name and "prompts" in preset:
+            return preset_prompts(key, preset, recorded)
+    return recorded
+
+
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     """A preset name, a folder written by `export-model`, or a SavedModel whose kind is
     recognized (a TF-Hub URL or folder), to a ModelSpec."""

@@ -148,3 +148,34 @@ def test_hub_presets_carry_their_recipe_and_fail_offline_in_one_line(name, hub_e
     assert (f"cannot download the Hub model {repo} from https://huggingface.co (HF_HUB_OFFLINE "
             "is set), and it is neither in the cache nor a local folder") in err
     assert "give `--model FOLDER`" in err
+
+
+def test_a_hub_preset_downloads_and_its_card_prompts_apply(hub_env, monkeypatch):
+    """A preset naming a Hub id is downloaded on first use; its `prompts` replace those the
+    folder records, for the run (its default prompt) and for search's queries."""
+    from beam_embed.models.export.convert import export_checkpoint
+    from beam_embed.pipeline.search.corpus import query_prompt
+
+    folder = _st_folder(str(hub_env / "tiny-st"))
+    export_checkpoint(folder, str(hub_env / "local"))
+    presets = hub_env / "models.yaml"
+    presets.write_text(f"tiny:\n  kind: bert\n  name: tiny-card\n  checkpoint: {REPO}\n"
+                       "  pooling: [mean]\n  normalize: true\n  prompts:\n"
+                       "    query: 'a dog '\n    passage: 'the river '\n"
+                       "  default_prompt_name: passage\n")
+    monkeypatch.setenv("BEAM_EMBED_PRESETS", str(presets))
+    with serving({REPO: folder}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        spec = encoder_spec("tiny")
+        assert (spec.prompt, spec.prompt_name) == ("the river ", "passage")
+        np.testing.assert_allclose(spec.build().embed(TEXTS).vectors["mean"],
+                                   _vectors(str(hub_env / "local"), prompt="the river "),
+                                   atol=1e-6)
+        assert encoder_spec("tiny", prompt_name="query").prompt == "a dog "
+        assert hub.downloads()
+    export = [e for e in os.listdir(hub_env / "cache") if e.startswith("tiny-card-")]
+    encoder = str(hub_env / "cache" / export[0] / "encoder")
+    assert query_prompt("tiny-card", encoder) == (
+        {"prompt": "a dog "}, "queries embedded with the model's prompt 'query' ('a dog ')")
+    # the folder's own prompts, for a model no preset gives them for
+    assert query_prompt("tiny-st", encoder)[0] == {"prompt_name": "query"}
