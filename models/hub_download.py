@@ -74,8 +74,11 @@ def downloaded(repo: str, revision: str | None = None, cached_only: bool = False
         import huggingface_hub
         from huggingface_hub import errors
     except ImportError as e:
-        raise HubError(f"--model {repo} is a Hugging Face Hub id and huggingface_hub is not "
-                       f"installed: pip install huggingface_hub, or {_what_to_do(repo)}") from e
+        from beam_embed.process.versions import install_command
+
+        raise HubError(f"{repo} is a Hugging Face Hub id, and downloading it needs the `hub` "
+                       f"extra (huggingface_hub): {install_command('hub')}; or "
+                       f"{_what_to_do(repo)}") from e
     folder = os.path.join(cache_dir(), HF)
     if cached_only and not os.path.isdir(folder):
         raise HubError(f"{repo} is not in the cache")

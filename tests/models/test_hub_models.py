@@ -179,3 +179,14 @@ def test_a_hub_preset_downloads_and_its_card_prompts_apply(hub_env, monkeypatch)
         {"prompt": "a dog "}, "queries embedded with the model's prompt 'query' ('a dog ')")
     # the folder's own prompts, for a model no preset gives them for
     assert query_prompt("tiny-st", encoder)[0] == {"prompt_name": "query"}
+
+
+def test_without_huggingface_hub_the_line_names_the_extra(hub_env, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # not installed
+    assert cli(["tokens", "the cat", "--model", REPO]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and (f"{REPO} is a Hugging Face Hub id, and downloading it needs the "
+                                "`hub` extra (huggingface_hub): ") in err, err
+    assert "[hub]" in err and "give `--model FOLDER`" in err
