@@ -103,11 +103,18 @@ def test_no_hub_and_no_such_repo_are_one_line(hub_env, monkeypatch, capsys):
     assert (f"cannot download the Hub model {REPO} from http://127.0.0.1:9, and it is neither "
             f"in the cache nor a local folder (relative to {os.getcwd()}): download it") in err
     assert "give `--model FOLDER`, or set HF_ENDPOINT" in err
-    with serving({}) as hub:
+    with serving({REPO: _st_folder(str(hub_env / "tiny-st"))}) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         assert cli(["tokens", "the cat", "--model", "someone/no-such-model"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and f"{hub.endpoint} has no model someone/no-such-model" in err, err
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and f"{hub.endpoint} has no model someone/no-such-model" in err
+        assert cli(["tokens", "the cat", "--model", f"{REPO}@v9"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(f"the Hub model {REPO} has no revision 'v9' at {hub.endpoint}; give "
+                            "a branch, tag or commit it has"), err
+        assert not hub.downloads()
+        assert cli(["tokens", "the cat", "--model", f"{REPO}@{COMMIT}"]) == 0  # a commit
+        assert hub.downloads()
 
 
 def test_a_local_folder_wins_over_a_hub_id(hub_env, monkeypatch):
