@@ -213,7 +213,11 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     presets = load_presets() if presets is None else presets
     if model not in presets and hub_id(model):
         repo, revision = hub_id(model)
-        return from_export(exported_folder(downloaded(repo, revision), hub_name(repo)))
+        spec = from_export(exported_folder(downloaded(repo, revision), hub_name(repo)))
+        # the repo of a preset: the same model card's prompts as `--model PRESET` applies
+        card = next((k for k, p in presets.items() if p.get("checkpoint") == repo), None)
+        return spec if card is None else dataclasses.replace(
+            spec, prompts=preset_prompts(card, presets[card], spec.prompts))
     if model not in presets:
         if is_remote(model) or os.path.isdir(model):
             return from_handles(model) if _is_saved_model(model) else from_export(model)

@@ -179,6 +179,9 @@ def test_a_hub_preset_downloads_and_its_card_prompts_apply(hub_env, monkeypatch)
                                    _vectors(str(hub_env / "local"), prompt="the river "),
                                    atol=1e-6)
         assert encoder_spec("tiny", prompt_name="query").prompt == "a dog "
+        # the preset's repo by its id: the same card prompts
+        assert (encoder_spec(REPO).prompt, encoder_spec(REPO).prompt_name) == ("the river ",
+                                                                              "passage")
         assert hub.downloads()
     export = [e for e in os.listdir(hub_env / "cache") if e.startswith("tiny-card-")]
     encoder = str(hub_env / "cache" / export[0] / "encoder")
