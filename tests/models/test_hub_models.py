@@ -93,6 +93,12 @@ def test_a_hub_id_is_downloaded_once_and_embeds_as_its_folder(hub_env, monkeypat
     # without the hub, the cached download still serves
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     np.testing.assert_array_equal(_vectors(REPO, prompt_name="query"), ours)
+    # `cache clear hf` removes the downloads: then the model is to be had again
+    assert cli(["cache", "clear", "hf"]) == 0
+    assert not (hub_env / "cache" / "hf").exists()
+    capsys.readouterr()
+    assert cli(["tokens", "the cat", "--model", REPO]) == 2
+    assert "cannot download the Hub model" in capsys.readouterr().err
 
 
 def test_no_hub_and_no_such_repo_are_one_line(hub_env, monkeypatch, capsys):
