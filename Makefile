@@ -27,7 +27,7 @@ $(STAMP): setup.py
 # Adds an extra to the environment as `make` set it up (editable, so the checkout stays the
 # installed beam-embed): `make extra EXTRA=read`. A plain `pip install '.[read]'` would replace
 # the editable install with a copy of the checkout.
-EXTRAS := read umap dask keras-hub stores dev
+EXTRAS := read umap dask keras-hub stores hub dev
 extra: $(STAMP)
 	@case " $(EXTRAS) " in *" $(EXTRA) "*) ;; \
 	  *) echo "make extra: EXTRA='$(EXTRA)'; expected one of: $(EXTRAS)"; exit 2;; esac

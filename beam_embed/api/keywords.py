@@ -88,6 +88,7 @@ def _loads_tensorflow(settings: RunSettings) -> bool:
     from beam_embed.models.export_cache import export_path
     from beam_embed.models.export_format import METADATA_FILE
     from beam_embed.models.gcs_copy import local_copy
+    from beam_embed.models.hub_download import hub_id, hub_name
     from beam_embed.models.presets import checkpoint_folder, load_presets
     from beam_embed.models.spec import DEFAULT_MODEL
 
@@ -97,11 +98,16 @@ def _loads_tensorflow(settings: RunSettings) -> bool:
         return True
     model = settings.model or DEFAULT_MODEL
     preset = load_presets().get(model)
+    if preset is None and hub_id(model):  # a Hub id: exported on first use, as a preset is
+        preset = {"checkpoint": model, "name": hub_name(hub_id(model)[0])}
     if preset is not None:
         if "checkpoint" not in preset:
             return True
-        folder = export_path(checkpoint_folder(preset["checkpoint"]),
-                             preset.get("name", model))
+        try:
+            checkpoint = checkpoint_folder(preset["checkpoint"], download=False)
+        except ValueError:  # a Hub model not downloaded yet
+            return True
+        folder = export_path(checkpoint, preset.get("name", model))
     elif model.startswith(("http://", "https://")):
         return True
     elif os.path.isdir(model) or model.startswith("gs://"):

@@ -18,6 +18,7 @@ WHAT = {"export": "export of {source}", "partial": "an export being written by p
         "stale": "an unfinished export (process {pid} is gone)",
         "keys": "remembered hashes of checkpoint folders, model files and shards",
         "gs": "copies of gs:// models",
+        "hf": "Hugging Face Hub models' downloads",
         None: "not written by beam-embed: left alone"}
 
 
@@ -62,8 +63,9 @@ def _preset_exports() -> dict[str, str]:
         return used
     for preset, body in presets.items():
         try:
-            folder = checkpoint_folder(body["checkpoint"]) if "checkpoint" in body else None
-        except ValueError:  # its package is not installed
+            folder = (checkpoint_folder(body["checkpoint"], download=False)
+                      if "checkpoint" in body else None)
+        except ValueError:  # its package is not installed, its Hub model not downloaded
             continue
         if folder and os.path.isdir(folder):
             used[os.path.basename(export_path(folder, body.get("name", preset), False))] = preset

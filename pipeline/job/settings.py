@@ -81,8 +81,9 @@ class RunSettings(Settings):
     clean: bool = setting(True, help="collapse whitespace/NBSP runs and trim")
     max_text_bytes: int = setting(1 << 20, check=positive, help="longer texts are dead-lettered")
     model: str = setting(
-        "minilm", help="a preset from configs/models.yaml, an export-model folder, or a "
-                       "SavedModel (TF-Hub URL, gs:// path or folder) of a recognized kind")
+        "minilm", help="a preset from configs/models.yaml, an export-model folder, a "
+                       "SavedModel (TF-Hub URL, gs:// path or folder) of a recognized kind, or "
+                       "a Hugging Face Hub id (ORG/NAME, downloaded and exported once)")
     encoder: str | None = setting(
         None, help="TF-Hub encoder handle (overrides --model); with --preprocessor a BERT pair, "
                    "alone its kind (ELMo, TF1 BERT, text-in) is recognized from the module")

@@ -122,13 +122,16 @@ def query_prompt(name: str | None, encoder: str) -> tuple[dict, str]:
     """The prompt keywords for embedding queries with the model at `encoder`, and the line
     saying which: its prompt named "query" when it has a non-empty one, else none (not its
     default prompt, which sentence-transformers' encode_query does not apply either)."""
+    from beam_embed.models.presets import card_prompts
     from beam_embed.models.prompts import QUERY, recorded_prompts
 
-    prompts = recorded_prompts(encoder)
+    recorded = recorded_prompts(encoder)
+    prompts = card_prompts(name, recorded)
     text = prompts.named(QUERY)
     if text and prompts.include_prompt:
-        return {"prompt_name": QUERY}, f"queries embedded with the model's prompt {QUERY!r} " \
-                                       f"({text!r})"
+        # a preset's prompt the export does not record goes as the literal text it is
+        given = {"prompt_name": QUERY} if recorded.named(QUERY) == text else {"prompt": text}
+        return given, f"queries embedded with the model's prompt {QUERY!r} ({text!r})"
     why = (f"its prompt {QUERY!r} would be left out of its Pooling's mean (include_prompt "
            "false), which is not reproduced" if text else
            f"{name} has no prompt named {QUERY!r}")

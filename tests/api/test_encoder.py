@@ -66,9 +66,10 @@ def test_bad_model_paths_are_named_with_what_was_expected(tmp_path, monkeypatch)
     with pytest.raises(ValueError, match=rf"^model '{missing}' does not exist{expected}"):
         load_encoder(missing)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match=rf"^model 'models/mini' does not exist \(relative to "
+    # ./ : a path, never a Hugging Face Hub id (ORG/NAME, tests/models/test_hub_models.py)
+    with pytest.raises(ValueError, match=rf"^model './models/mini' does not exist \(relative to "
                                          rf"{tmp_path}\){expected}"):
-        load_encoder("models/mini")
+        load_encoder("./models/mini")
     (tmp_path / "model.txt").write_text("not a model")
     with pytest.raises(ValueError, match=rf"^model 'model.txt' is a file, not a model "
                                          rf"folder{expected}"):
