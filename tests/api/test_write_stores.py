@@ -133,3 +133,18 @@ def test_a_store_that_fails_while_loading_names_how_to_load_again(tiny_export, t
                        rf"lancedb:{db} --store_table docs"):
         p.run().wait_until_finish()
     assert os.path.exists(os.path.join(out, "manifest.json"))
+
+
+def test_format_lance_writes_the_dataset_beside_the_shards(tiny_export, tmp_path):
+    import lancedb
+
+    out = str(tmp_path / "out")
+    _write(tiny_export, out, elements(), format=["parquet", "lance"])
+    rows = parquet_rows(out)
+    table = lancedb.connect(out).open_table("embeddings").to_arrow().to_pylist()
+    assert sorted(r["id"] for r in table) == sorted(rows)
+    for r in table:
+        np.testing.assert_array_equal(np.asarray(r["mean"], np.float32),
+                                      np.asarray(rows[r["id"]]["mean"], np.float32))
+        assert r["topic"] == rows[r["id"]]["topic"]
+    assert os.path.isdir(os.path.join(out, "embeddings.lance", "_versions"))
