@@ -9,6 +9,8 @@ Imports no TensorFlow: a prompt is checked before any model loads.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -51,10 +53,25 @@ def prompts_of(meta: dict) -> Prompts:
                    known=True)
 
 
+# A Dataflow dry run is offline: it describes a gs:// model without reading it (models/gcs_copy)
+_REMOTE_UNREAD = contextvars.ContextVar("remote_prompts_unread", default=False)
+
+
+@contextlib.contextmanager
+def remote_prompts_unread():
+    """Within it, a remote export's prompts are not read (NONE): its run reads them."""
+    token = _REMOTE_UNREAD.set(True)
+    try:
+        yield
+    finally:
+        _REMOTE_UNREAD.reset(token)
+
+
 def recorded_prompts(encoder: str | None) -> Prompts:
     """The prompts recorded in the beam_embed.json of the export that `encoder` (an export's
-    SavedModel folder) is in, read without TensorFlow; NONE for another model."""
-    if not encoder:
+    SavedModel folder) is in, read without TensorFlow; NONE for another model (and for a
+    remote one inside `remote_prompts_unread`)."""
+    if not encoder or ("://" in encoder and _REMOTE_UNREAD.get()):
         return NONE
     from beam_embed.models.export_format import METADATA_FILE
     from beam_embed.models.gcs_copy import local_copy

@@ -115,12 +115,20 @@ def dry_run(settings: RunSettings, options) -> int:
                          "for the job description, or no --job-file to print it")
     settings, remote_name = use_remote_export(settings)
     refuse_remote_recognition(settings)
-    run = resolve(settings, options)
+    from beam_embed.models.prompts import remote_prompts_unread
+
+    prompt_note = []
+    if remote_name and settings.prompt_name:  # a remote model's prompts are not read offline
+        prompt_note = [f"--prompt_name {settings.prompt_name}: the remote model's prompts are "
+                       "read and checked when the job runs; the dry run reads nothing of it"]
+        settings = dataclasses.replace(settings, prompt_name=None)
+    with remote_prompts_unread():
+        run = resolve(settings, options)
     if remote_name:
         run = dataclasses.replace(run, encoder=dataclasses.replace(run.encoder,
                                                                    name=remote_name))
     dataflow = is_dataflow(options)
-    notes = require(options) if dataflow else []
+    notes = (require(options) if dataflow else []) + prompt_note
     spec, settings = run.encoder, run.settings
     loaded = not any(h and is_remote(h) for h in (spec.encoder, spec.preprocessor))
     # offline: an accelerator's code path runs on this CPU, its device neither needed nor asked
