@@ -10,6 +10,7 @@ import os
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.job.chunking import chunking
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings
 from beam_embed.pipeline.job.threads import worker_threads
@@ -90,6 +91,7 @@ def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
                              f"{positions}")
         spec = dataclasses.replace(spec, max_seq_length=positions)
         run = dataclasses.replace(run, encoder=spec)
+    chunking(run.settings, spec)  # a window the model cannot hold
     batch_tokens = run.settings.batch_tokens
     if spec.max_seq_length is not None and batch_tokens < spec.max_seq_length:
         raise ValueError(f"--batch_tokens {batch_tokens} cannot hold one full-length text "

@@ -1,0 +1,184 @@
+"""--split chunks: each document as overlapping windows of at most N tokens of the model's own
+tokenizer, cut between words, one record each (`DOC#cK`), carrying its place in the document
+(records.ChunkPlace: the parent's id, K, its character span in the text as read).
+
+A window's tokens are counted as the sum of its words' tokens, each word tokenized alone by the
+model's preprocessor: BERT's tokenizers split at every space first, so a slice cut at spaces
+tokenizes to exactly its words' pieces, and the window's vector is the vector of its text
+embedded alone. Every window is checked so after it is made (one tokenizer call per document),
+and made again word by word in the rare text where a tokenizer joins what this module splits.
+A word longer than a window (a long URL, a run of text without spaces) is cut inside, into the
+longest parts that fit; such a part is a window of its own.
+
+The text is the text as read (--clean does not rewrite it), so `text[char_start:char_end]` is a
+row's text; a window starts and ends on a word, never on a space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from beam_embed.pipeline.common.records import ChunkPlace, Record
+from beam_embed.pipeline.job.settings import MIN_CHUNK_TOKENS
+
+# What BERT's normalizer turns into a space, so what separates words for every BERT tokenizer
+# here: tab, newline, carriage return and the Unicode space separators (Zs, Zl, Zp).
+SEPARATORS = "\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_WORD = re.compile(f"[^{SEPARATORS}]+")
+DEFAULT_OVERLAP = 32  # at most; and at most a quarter of the window, as --long_text chunk's
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunking:
+    """What a worker needs to cut documents: the model's spec (its tokenizer), the window's
+    most tokens (special tokens not counted) and about how many consecutive windows share."""
+
+    encoder: object  # beam_embed.models.spec.EncoderSpec
+    tokens: int
+    overlap: int
+
+
+def chunking(settings, spec) -> Chunking | None:
+    """The run's Chunking (None without --split chunks), checked against the model: its kind
+    must have a WordPiece tokenizer, and a window must fit its --max_seq_length with the
+    special tokens. A ValueError naming the bad value and the valid range."""
+    if settings.split != "chunks":
+        return None
+    from beam_embed.models.encoders import encoder_kind
+
+    kind = encoder_kind(spec.kind)
+    if not kind.wordpieces or spec.max_seq_length is None:
+        raise ValueError(f"--split chunks counts tokens with the model's WordPiece tokenizer; "
+                         f"{spec.name or spec.encoder} is a {spec.kind} model, which has none; "
+                         "expected a BERT-family model (a preset, an export-model folder, a "
+                         "TF-Hub BERT pair or TF1 Hub BERT)")
+    room = spec.max_seq_length - kind.encoder_class().special_tokens
+    tokens = settings.chunk_tokens if settings.chunk_tokens is not None else room
+    if not MIN_CHUNK_TOKENS <= tokens <= room:
+        raise ValueError(f"--chunk_tokens {tokens} does not fit the model's --max_seq_length "
+                         f"{spec.max_seq_length} with its special tokens; expected "
+                         f"{MIN_CHUNK_TOKENS} to {room}")
+    overlap = (settings.chunk_overlap if settings.chunk_overlap is not None
+               else min(DEFAULT_OVERLAP, tokens // 4))
+    if not 0 <= overlap < tokens:
+        raise ValueError(f"--chunk_overlap {overlap} is out of range; expected 0 to {tokens - 1} "
+                         "(less than --chunk_tokens)")
+    return Chunking(spec, tokens, overlap)
+
+
+def windows(counts, budget: int, overlap: int) -> list[tuple[int, int]]:
+    """[first, end) unit ranges: each the most units from its first whose counts sum to at most
+    `budget` (one unit at least), the next starting as far back as keeps the units both share
+    at most `overlap` tokens (and after the previous one's first); the last one ends at the end."""
+    n, out, start = len(counts), [], 0
+    while start < n:
+        end, total = start, 0
+        while end < n and total + counts[end] <= budget:
+            total += counts[end]
+            end += 1
+        end = max(end, start + 1)
+        out.append((start, end))
+        if end >= n:
+            break
+        start = _next_start(counts, start, end, overlap)
+    return out
+
+
+def _next_start(counts, start: int, end: int, overlap: int) -> int:
+    """Where the window after [start, end) starts: as far back from `end` as keeps the units
+    both share at most `overlap` tokens, after `start`."""
+    back, shared = end, 0
+    while back - 1 > start and shared + counts[back - 1] <= overlap:
+        back -= 1
+        shared += counts[back]
+    return back
+
+
+class Chunker:
+    """Cuts records into chunk records; built on the worker (it loads the tokenizer)."""
+
+    reads_raw = True  # the text as read: chunks' offsets point into it
+
+    def __init__(self, plan: Chunking):
+        from beam_embed.models.encoders import encoder_kind
+
+        spec = plan.encoder
+        self._tokenizer = encoder_kind(spec.kind).encoder_class().wordpieces(spec).tokenizer
+        self._budget = plan.tokens
+        self._overlap = plan.overlap
+
+    def count(self, strings: list[str]) -> np.ndarray:
+        """Each string's tokens by the model's tokenizer, special tokens not counted."""
+        if not strings:
+            return np.zeros(0, np.int64)
+        import tensorflow as tf
+
+        from beam_embed.models.accelerators import HOST
+
+        with tf.device(HOST):
+            pieces = self._tokenizer.tokenize(tf.constant(strings, dtype=tf.string))
+        if pieces.ragged_rank == 2:
+            pieces = pieces.merge_dims(-2, -1)
+        return pieces.row_lengths().numpy()
+
+    def units(self, text: str) -> list[tuple[int, int, int]]:
+        """(start, end, tokens) of each word; a word over the window's budget as its parts, each
+        with the budget as its count (so it is a window alone)."""
+        spans = [m.span() for m in _WORD.finditer(text)]
+        counts = self.count([text[s:e] for s, e in spans])
+        out = []
+        for (s, e), n in zip(spans, counts.tolist()):
+            if n <= self._budget:
+                out.append((s, e, n))
+            else:
+                out += [(a, b, self._budget) for a, b in self._parts(text, s, e)]
+        return out
+
+    def _parts(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """A word over the budget, cut into the longest prefixes that fit (a binary search on
+        each, one character at least)."""
+        while start < end:
+            lo, hi, best = start + 2, end, start + 1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                if self.count([text[start:mid]])[0] <= self._budget:
+                    best, lo = mid, mid + 1
+                else:
+                    hi = mid - 1
+            yield start, best
+            start = best
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Each window's character span in `text`, in order, covering every word."""
+        units = self.units(text)
+        counts = [n for _, _, n in units]
+        ranges = windows(counts, self._budget, self._overlap)
+        spans = [(units[a][0], units[b - 1][1]) for a, b in ranges]
+        if all(self.count([text[s:e] for s, e in spans]) <= self._budget):
+            return spans
+        return self._checked_spans(text, units)
+
+    def _checked_spans(self, text: str, units) -> list[tuple[int, int]]:
+        """Windows made one at a time, each shortened until its text alone fits."""
+        counts = [n for _, _, n in units]
+        spans, start = [], 0
+        while start < len(units):
+            end = start + windows(counts[start:], self._budget, 0)[0][1]
+            while end - start > 1 and \
+                    self.count([text[units[start][0]:units[end - 1][1]]])[0] > self._budget:
+                end -= 1
+            spans.append((units[start][0], units[end - 1][1]))
+            if end >= len(units):
+                break
+            start = _next_start(counts, start, end, self._overlap)
+        return spans
+
+    def __call__(self, record: Record) -> Iterator[Record]:
+        for k, (s, e) in enumerate(self.spans(record.text)):
+            place = ChunkPlace(record.id, k, s, e)
+            yield Record(id=f"{record.id}#c{k}", text=record.text[s:e], source=record.source,
+                         meta=record.meta + (place.to_meta(),))

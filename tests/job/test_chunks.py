@@ -1,0 +1,198 @@
+"""--split chunks: each document as overlapping windows of at most N tokens of the model's
+tokenizer, cut at words, one row each with its parent and its offsets into the text as read;
+each window's vector is its text's embedded alone. Counted here with the model's own
+tokenizer.json (Hugging Face `tokenizers`), independently of the export's preprocessor."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import tokenizers
+
+from beam_embed.pipeline.cli import main as cli
+from beam_embed.pipeline.job.chunking import windows
+from beam_embed.process import exits
+from tests.job_helpers import parquet_rows, run_job, tfrecord_rows
+
+pytestmark = pytest.mark.pipeline  # whole runs, end to end
+
+N, M = 24, 6
+WORDS = ("the river bank was flooded after heavy rain, and residents moved furniture upstairs; "
+         "meanwhile the café owner counted losses. Insurance adjusters arrived on Tuesday")
+DOCS = {
+    "short": "A café by the river.",
+    "long": " ".join([WORDS] * 4),
+    # runs of spaces, a tab, newlines and no-break spaces inside; ends on spaces
+    "spaced": "Résumé  of\tthe   meeting:\n\nthe budget\u00a0was approved.\u3000Next steps "
+              "follow, " + WORDS + "   ",
+    # a word longer than a window: cut inside, each part a window of its own
+    "url": "see https://example.com/" + "abcdefghij" * 12 + "/index.html for details " + WORDS,
+}
+
+
+def _corpus(path, docs) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        for i, text in docs.items():
+            f.write(json.dumps({"id": i, "text": text}) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def reference(minilm_checkpoint):
+    ref = tokenizers.Tokenizer.from_file(os.path.join(minilm_checkpoint, "tokenizer.json"))
+    ref.no_truncation()
+    ref.no_padding()
+    return lambda text: len(ref.encode(text, add_special_tokens=False).ids)
+
+
+@pytest.fixture(scope="module")
+def chunked(minilm_export, tmp_path_factory):
+    base = tmp_path_factory.mktemp("chunks")
+    corpus = _corpus(base / "docs.jsonl", DOCS)
+    out = str(base / "out")
+    manifest = run_job(out, "--input", corpus, "--model", minilm_export, "--split", "chunks",
+                       "--chunk_tokens", str(N), "--chunk_overlap", str(M),
+                       "--max_seq_length", "64")
+    return corpus, out, manifest
+
+
+def _by_doc(rows) -> dict[str, list[dict]]:
+    docs: dict[str, list[dict]] = {}
+    for row in rows.values():
+        docs.setdefault(row["parent_id"], []).append(row)
+    return {k: sorted(v, key=lambda r: r["chunk_index"]) for k, v in docs.items()}
+
+
+def test_chunks_cover_each_document_within_the_window(chunked, reference):
+    _, out, manifest = chunked
+    docs = _by_doc(parquet_rows(out))
+    assert set(docs) == set(DOCS)
+    assert manifest["counts"]["embedded"] == sum(len(v) for v in docs.values())
+    assert len(docs["short"]) == 1 and len(docs["long"]) > 5
+    for doc, rows in docs.items():
+        text = DOCS[doc]
+        covered = np.zeros(len(text), bool)
+        for k, row in enumerate(rows):
+            start, end = row["char_start"], row["char_end"]
+            assert row["id"] == f"{doc}#c{k}" and row["chunk_index"] == k
+            assert row["text"] == text[start:end] and row["text"] == row["text"].strip()
+            assert reference(row["text"]) <= N, row["text"]
+            assert row["num_tokens"] == reference(row["text"]) + 2 and not row["truncated"]
+            # cut between words: the characters either side are a space or the text's end
+            assert start == 0 or text[start - 1].isspace(), (doc, k)
+            assert end == len(text) or text[end].isspace() or doc == "url", (doc, k)
+            covered[start:end] = True
+        missed = "".join(c for c, hit in zip(text, covered) if not hit)
+        assert missed.strip() == "", (doc, missed)
+        starts = [r["char_start"] for r in rows]
+        assert starts == sorted(set(starts))
+
+
+def test_consecutive_windows_share_about_the_overlap(chunked, reference):
+    _, out, _ = chunked
+    docs = _by_doc(parquet_rows(out))
+    words = {w: reference(w) for w in re.findall(r"\S+", WORDS)}
+    longest = max(words.values())  # the back-off stops at a word that would pass M
+    shared = []
+    for rows in (docs["long"], docs["spaced"]):
+        for a, b in zip(rows, rows[1:]):
+            both = DOCS[rows[0]["parent_id"]][b["char_start"]:a["char_end"]]
+            assert b["char_start"] < a["char_end"]
+            shared.append(reference(both))
+    assert all(M - longest < n <= M for n in shared), shared
+
+
+def test_each_window_is_its_text_embedded_alone(chunked, minilm_export):
+    from beam_embed.models.spec import encoder_spec
+
+    _, out, manifest = chunked
+    column = manifest["poolings"][0]["column"]
+    rows = list(parquet_rows(out).values())
+    embedder = encoder_spec(minilm_export, max_seq_length=64).build()
+    for row in rows:
+        alone = embedder.embed([row["text"]]).vectors[column][0]
+        got = np.asarray(row[column], np.float32)
+        cos = float(got @ alone / np.linalg.norm(got) / np.linalg.norm(alone))
+        assert cos >= 0.99999, (row["id"], cos)
+
+
+def test_tfrecord_rows_carry_the_same_places(chunked):
+    _, out, _ = chunked
+    parquet, examples = parquet_rows(out), tfrecord_rows(out)
+    assert set(parquet) == set(examples)
+    for rid, row in parquet.items():
+        ex = examples[rid]
+        assert (ex["parent_id"], ex["chunk_index"], ex["char_start"], ex["char_end"]) == \
+            (row["parent_id"], row["chunk_index"], row["char_start"], row["char_end"])
+    table = pq.read_table(next(os.path.join(out, f) for f in sorted(os.listdir(out))
+                               if f.endswith(".parquet")))
+    assert [str(table.schema.field(c).type) for c in
+            ("parent_id", "chunk_index", "char_start", "char_end")] == \
+        ["string", "int64", "int64", "int64"]
+
+
+def test_dedupe_gives_every_chunk_its_row(chunked, minilm_export, tmp_path):
+    corpus, out, _ = chunked
+    twice = _corpus(tmp_path / "twice.jsonl", {**DOCS, "copy": DOCS["long"]})
+    deduped = str(tmp_path / "deduped")
+    manifest = run_job(deduped, "--input", twice, "--model", minilm_export, "--split", "chunks",
+                       "--chunk_tokens", str(N), "--chunk_overlap", str(M),
+                       "--max_seq_length", "64", "--dedupe", "--format", "parquet")
+    column = manifest["poolings"][0]["column"]
+    first, again = parquet_rows(out), parquet_rows(deduped)
+    copies = [r for r in again.values() if r["parent_id"] == "copy"]
+    originals = {r["chunk_index"]: r for r in first.values() if r["parent_id"] == "long"}
+    assert len(copies) == len(originals)
+    counts = manifest["counts"]
+    assert counts["encoded"] == len(first) < counts["embedded"] == len(again)
+    for row in copies:
+        original = originals[row["chunk_index"]]
+        assert row["id"] == f"copy#c{row['chunk_index']}"
+        assert (row["text"], row["char_start"], row["char_end"]) == \
+            (original["text"], original["char_start"], original["char_end"])
+        np.testing.assert_allclose(row[column], original[column], atol=1e-6)
+    for rid, row in first.items():
+        np.testing.assert_allclose(again[rid][column], row[column], atol=1e-6)
+
+
+@pytest.mark.parametrize("flags, said", [
+    (("--chunk_tokens", "7"), "--chunk_tokens 7 is too small; expected 8 to"),
+    (("--chunk_tokens", "63"), "--chunk_tokens 63 does not fit the model's --max_seq_length 64 "
+                               "with its special tokens; expected 8 to 62"),
+    (("--chunk_tokens", "16", "--chunk_overlap", "16"),
+     "--chunk_overlap 16 is out of range; expected 0 to 15"),
+    (("--chunk_overlap", "62"), "--chunk_overlap 62 is out of range; expected 0 to 61"),
+])
+def test_bad_windows_are_refused_before_any_data_is_read(chunked, minilm_export, tmp_path,
+                                                         capsys, flags, said):
+    corpus = chunked[0]
+    out = str(tmp_path / "refused")
+    capsys.readouterr()
+    code = cli(["run", "--input", corpus, "--model", minilm_export, "--split", "chunks",
+                "--max_seq_length", "64", "--output", out, "--progress_every", "0", *flags])
+    err = capsys.readouterr().err
+    assert code == exits.BAD_CONFIG, err
+    assert said in err
+    assert not os.path.exists(os.path.join(out, "manifest.json"))
+
+
+def test_chunk_flags_need_split_chunks(tmp_path, capsys):
+    code = cli(["run", "--split", "sentences", "--chunk_tokens", "32",
+                "--output", str(tmp_path / "o")])
+    assert code == exits.BAD_CONFIG
+    assert ("--chunk_tokens applies to --split chunks, got --split sentences"
+            in capsys.readouterr().err)
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_windows_overlap_and_reach_the_end():
+    assert windows([1] * 10, 4, 1) == [(0, 4), (3, 7), (6, 10)]
+    assert windows([1] * 10, 4, 0) == [(0, 4), (4, 8), (8, 10)]
+    assert windows([3, 3, 3, 3], 6, 3) == [(0, 2), (1, 3), (2, 4)]
+    assert windows([6, 1, 6], 6, 2) == [(0, 1), (1, 2), (2, 3)]  # a word the size of a window
+    assert windows([], 6, 2) == []
