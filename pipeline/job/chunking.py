@@ -8,7 +8,7 @@ tokenizes to exactly its words' pieces, and the window's vector is the vector of
 embedded alone. Every window is checked so after it is made (one tokenizer call per document),
 and made again word by word in the rare text where a tokenizer joins what this module splits.
 A word longer than a window (a long URL, a run of text without spaces) is cut inside, into the
-longest parts that fit; such a part is a window of its own.
+longest parts that fit; two parts of one word never share a window.
 
 The text is the text as read (--clean does not rewrite it), so `text[char_start:char_end]` is a
 row's text; a window starts and ends on a word, never on a space.
@@ -70,27 +70,32 @@ def chunking(settings, spec) -> Chunking | None:
     return Chunking(spec, tokens, overlap)
 
 
-def windows(counts, budget: int, overlap: int) -> list[tuple[int, int]]:
+def windows(counts, budget: int, overlap: int, glued=()) -> list[tuple[int, int]]:
     """[first, end) unit ranges: each the most units from its first whose counts sum to at most
     `budget` (one unit at least), the next starting as far back as keeps the units both share
-    at most `overlap` tokens (and after the previous one's first); the last one ends at the end."""
+    at most `overlap` tokens (and after the previous one's first); the last one ends at the end.
+    A unit in `glued` (the indices of a cut word's parts after its first) never shares a window
+    with the unit before it: together they would tokenize as the word does."""
     n, out, start = len(counts), [], 0
     while start < n:
         end, total = start, 0
-        while end < n and total + counts[end] <= budget:
+        while end < n and total + counts[end] <= budget and (end == start or end not in glued):
             total += counts[end]
             end += 1
         end = max(end, start + 1)
         out.append((start, end))
         if end >= n:
             break
-        start = _next_start(counts, start, end, overlap)
+        start = _next_start(counts, start, end, overlap, glued)
     return out
 
 
-def _next_start(counts, start: int, end: int, overlap: int) -> int:
+def _next_start(counts, start: int, end: int, overlap: int, glued=()) -> int:
     """Where the window after [start, end) starts: as far back from `end` as keeps the units
-    both share at most `overlap` tokens, after `start`."""
+    both share at most `overlap` tokens, after `start`; at `end` when that unit is glued (a
+    window holding the unit before could not reach it)."""
+    if end in glued:
+        return end
     back, shared = end, 0
     while back - 1 > start and shared + counts[back - 1] <= overlap:
         back -= 1
@@ -125,22 +130,25 @@ class Chunker:
             pieces = pieces.merge_dims(-2, -1)
         return pieces.row_lengths().numpy()
 
-    def units(self, text: str) -> list[tuple[int, int, int]]:
-        """(start, end, tokens) of each word; a word over the window's budget as its parts, each
-        with the budget as its count (so it is a window alone)."""
+    def units(self, text: str) -> tuple[list[tuple[int, int, int]], set[int]]:
+        """(start, end, tokens) of each word, a word over the window's budget as its parts; and
+        the indices of the parts after a word's first (`windows`' glued units)."""
         spans = [m.span() for m in _WORD.finditer(text)]
         counts = self.count([text[s:e] for s, e in spans])
-        out = []
+        out, glued = [], set()
         for (s, e), n in zip(spans, counts.tolist()):
             if n <= self._budget:
                 out.append((s, e, n))
-            else:
-                out += [(a, b, self._budget) for a, b in self._parts(text, s, e)]
-        return out
+                continue
+            for k, part in enumerate(self._parts(text, s, e)):
+                if k:
+                    glued.add(len(out))
+                out.append(part)
+        return out, glued
 
-    def _parts(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-        """A word over the budget, cut into the longest prefixes that fit (a binary search on
-        each, one character at least)."""
+    def _parts(self, text: str, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+        """(start, end, tokens) of the parts a word over the budget is cut into: the longest
+        prefixes that fit (a binary search on each, one character at least)."""
         while start < end:
             lo, hi, best = start + 2, end, start + 1
             while lo <= hi:
@@ -149,32 +157,33 @@ class Chunker:
                     best, lo = mid, mid + 1
                 else:
                     hi = mid - 1
-            yield start, best
+            yield start, best, int(self.count([text[start:best]])[0])
             start = best
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Each window's character span in `text`, in order, covering every word."""
-        units = self.units(text)
+        units, glued = self.units(text)
         counts = [n for _, _, n in units]
-        ranges = windows(counts, self._budget, self._overlap)
+        ranges = windows(counts, self._budget, self._overlap, glued)
         spans = [(units[a][0], units[b - 1][1]) for a, b in ranges]
         if all(self.count([text[s:e] for s, e in spans]) <= self._budget):
             return spans
-        return self._checked_spans(text, units)
+        return self._checked_spans(text, units, glued)
 
-    def _checked_spans(self, text: str, units) -> list[tuple[int, int]]:
+    def _checked_spans(self, text: str, units, glued) -> list[tuple[int, int]]:
         """Windows made one at a time, each shortened until its text alone fits."""
         counts = [n for _, _, n in units]
         spans, start = [], 0
         while start < len(units):
-            end = start + windows(counts[start:], self._budget, 0)[0][1]
+            end = start + windows(counts[start:], self._budget, 0,
+                                  {g - start for g in glued})[0][1]
             while end - start > 1 and \
                     self.count([text[units[start][0]:units[end - 1][1]]])[0] > self._budget:
                 end -= 1
             spans.append((units[start][0], units[end - 1][1]))
             if end >= len(units):
                 break
-            start = _next_start(counts, start, end, self._overlap)
+            start = _next_start(counts, start, end, self._overlap, glued)
         return spans
 
     def __call__(self, record: Record) -> Iterator[Record]:

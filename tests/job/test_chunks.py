@@ -31,7 +31,8 @@ DOCS = {
     "spaced": "Résumé  of\tthe   meeting:\n\nthe budget\u00a0was approved.\u3000Next steps "
               "follow, " + WORDS + "   ",
     # a word longer than a window: cut inside, each part a window of its own
-    "url": "see https://example.com/" + "abcdefghij" * 12 + "/index.html for details " + WORDS,
+    "url": "see https://example.com/" + "/".join("abcdefghijklmnopqrstuvwxyz") +
+           "/index.html for details " + WORDS,
 }
 
 
@@ -84,13 +85,17 @@ def test_chunks_cover_each_document_within_the_window(chunked, reference):
             assert reference(row["text"]) <= N, row["text"]
             assert row["num_tokens"] == reference(row["text"]) + 2 and not row["truncated"]
             # cut between words: the characters either side are a space or the text's end
-            assert start == 0 or text[start - 1].isspace(), (doc, k)
+            assert start == 0 or text[start - 1].isspace() or doc == "url", (doc, k)
             assert end == len(text) or text[end].isspace() or doc == "url", (doc, k)
             covered[start:end] = True
         missed = "".join(c for c, hit in zip(text, covered) if not hit)
         assert missed.strip() == "", (doc, missed)
         starts = [r["char_start"] for r in rows]
         assert starts == sorted(set(starts))
+    url = DOCS["url"]
+    inside = [r for r in docs["url"] if r["char_end"] < len(url)
+              and not url[r["char_end"]].isspace()]
+    assert len(inside) >= 2  # the long word's parts but the last end inside it
 
 
 def test_consecutive_windows_share_about_the_overlap(chunked, reference):
@@ -196,3 +201,6 @@ def test_windows_overlap_and_reach_the_end():
     assert windows([3, 3, 3, 3], 6, 3) == [(0, 2), (1, 3), (2, 4)]
     assert windows([6, 1, 6], 6, 2) == [(0, 1), (1, 2), (2, 3)]  # a word the size of a window
     assert windows([], 6, 2) == []
+    # a cut word's parts (2 and 3 after 1) never share a window, nor does an overlap cross them
+    assert windows([1, 2, 2, 2, 1, 1], 4, 2, glued={2, 3}) == [(0, 2), (2, 3), (3, 6)]
+    assert windows([1, 1, 2, 2, 1, 1], 4, 2, glued={3}) == [(0, 3), (3, 6)]
