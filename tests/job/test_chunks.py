@@ -165,6 +165,40 @@ def test_dedupe_gives_every_chunk_its_row(chunked, minilm_export, tmp_path):
         np.testing.assert_allclose(again[rid][column], row[column], atol=1e-6)
 
 
+def test_reuse_copies_known_chunks_and_the_store_gets_their_places(chunked, minilm_export,
+                                                                   tmp_path, capsys):
+    import lancedb
+    from qdrant_client import QdrantClient
+
+    _, out, first_manifest = chunked
+    column = first_manifest["poolings"][0]["column"]
+    grown = _corpus(tmp_path / "grown.jsonl", {**DOCS, "new": "A new document " + WORDS[::-1]})
+    again = str(tmp_path / "again")
+    lance, qdrant = str(tmp_path / "lance"), str(tmp_path / "qdrant")
+    manifest = run_job(again, "--input", grown, "--model", minilm_export, "--split", "chunks",
+                       "--chunk_tokens", str(N), "--chunk_overlap", str(M),
+                       "--max_seq_length", "64", "--reuse", out, "--format", "parquet",
+                       "--store", f"lancedb://{lance}", "--store", f"qdrant://{qdrant}")
+    first, rows = parquet_rows(out), parquet_rows(again)
+    new = [r for r in rows.values() if r["parent_id"] == "new"]
+    assert new and set(rows) == set(first) | {r["id"] for r in new}
+    assert manifest["counts"]["reused"] == len(first)
+    for rid, row in first.items():
+        assert rows[rid]["char_start"] == row["char_start"]
+        np.testing.assert_array_equal(rows[rid][column], row[column])
+    places = {rid: (r["parent_id"], r["chunk_index"], r["char_start"], r["char_end"])
+              for rid, r in rows.items()}
+    table = lancedb.connect(lance).open_table("embeddings")
+    assert str(table.schema.field("char_start").type) == "int64"
+    stored = {r["id"]: r for r in table.to_arrow().to_pylist()}
+    client = QdrantClient(path=qdrant)
+    points, _ = client.scroll("embeddings", limit=10_000, with_payload=True)
+    client.close()
+    for found in (stored, {p.payload["id"]: p.payload for p in points}):
+        assert {rid: (p["parent_id"], p["chunk_index"], p["char_start"], p["char_end"])
+                for rid, p in found.items()} == places
+
+
 @pytest.mark.parametrize("flags, said", [
     (("--chunk_tokens", "7"), "--chunk_tokens 7 is too small; expected 8 to"),
     (("--chunk_tokens", "63"), "--chunk_tokens 63 does not fit the model's --max_seq_length 64 "
@@ -183,6 +217,18 @@ def test_bad_windows_are_refused_before_any_data_is_read(chunked, minilm_export,
     err = capsys.readouterr().err
     assert code == exits.BAD_CONFIG, err
     assert said in err
+    assert not os.path.exists(os.path.join(out, "manifest.json"))
+
+
+def test_a_model_without_a_wordpiece_tokenizer_is_refused(chunked, text_in, tmp_path, capsys):
+    out = str(tmp_path / "refused")
+    capsys.readouterr()
+    code = cli(["run", "--input", chunked[0], "--encoder", text_in[0], "--split", "chunks",
+                "--output", out, "--progress_every", "0"])
+    err = capsys.readouterr().err
+    assert code == exits.BAD_CONFIG, err
+    assert "--split chunks counts tokens with the model's WordPiece tokenizer" in err
+    assert "text_in model, which has none; expected a BERT-family model" in err
     assert not os.path.exists(os.path.join(out, "manifest.json"))
 
 
