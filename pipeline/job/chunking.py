@@ -5,8 +5,9 @@ tokenizer, cut between words, one record each (`DOC#cK`), carrying its place in 
 A window's tokens are counted as the sum of its words' tokens, each word tokenized alone by the
 model's preprocessor: BERT's tokenizers split at every space first, so a slice cut at spaces
 tokenizes to exactly its words' pieces, and the window's vector is the vector of its text
-embedded alone. Every window is checked so after it is made (one tokenizer call per document),
-and made again word by word in the rare text where a tokenizer joins what this module splits.
+embedded alone. The windows of a text holding a less common space (no-break, ideographic, ...)
+are counted again whole after they are made, and made again word by word where a tokenizer
+joins what this module splits there.
 A word longer than a window (a long URL, a run of text without spaces) is cut inside, into the
 longest parts that fit; two parts of one word never share a window.
 
@@ -29,6 +30,10 @@ from beam_embed.pipeline.job.settings import MIN_CHUNK_TOKENS
 # here: tab, newline, carriage return and the Unicode space separators (Zs, Zl, Zp).
 SEPARATORS = "\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _WORD = re.compile(f"[^{SEPARATORS}]+")
+# Every BERT tokenizer splits at tab, newline, carriage return and space before anything else;
+# one may not at the other separators (TF-Hub's cased preprocessors keep a no-break space inside
+# a word): only a text holding one has its windows counted again as wholes.
+_UNCOMMON_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 DEFAULT_OVERLAP = 32  # at most; and at most a quarter of the window, as --long_text chunk's
 
 
@@ -108,13 +113,17 @@ class Chunker:
 
     reads_raw = True  # the text as read: chunks' offsets point into it
 
-    def __init__(self, plan: Chunking):
+    def __init__(self, plan: Chunking, count=None):
+        """`count`: strings -> their token counts, in place of the model's tokenizer."""
+        self._budget = plan.tokens
+        self._overlap = plan.overlap
+        if count is not None:
+            self.count = count
+            return
         from beam_embed.models.encoders import encoder_kind
 
         spec = plan.encoder
         self._tokenizer = encoder_kind(spec.kind).encoder_class().wordpieces(spec).tokenizer
-        self._budget = plan.tokens
-        self._overlap = plan.overlap
 
     def count(self, strings: list[str]) -> np.ndarray:
         """Each string's tokens by the model's tokenizer, special tokens not counted."""
@@ -166,7 +175,8 @@ class Chunker:
         counts = [n for _, _, n in units]
         ranges = windows(counts, self._budget, self._overlap, glued)
         spans = [(units[a][0], units[b - 1][1]) for a, b in ranges]
-        if all(self.count([text[s:e] for s, e in spans]) <= self._budget):
+        if not _UNCOMMON_SPACE.search(text) or \
+                all(self.count([text[s:e] for s, e in spans]) <= self._budget):
             return spans
         return self._checked_spans(text, units, glued)
 

@@ -241,6 +241,37 @@ def test_chunk_flags_need_split_chunks(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "o")
 
 
+def test_windows_are_counted_again_where_a_tokenizer_joins_words():
+    """A tokenizer that keeps a no-break space inside a word (a character a token, and the
+    joined word 10 more): windows made from the words' counts are too long, made again."""
+    from beam_embed.pipeline.job.chunking import Chunker, Chunking
+
+    def count(strings):
+        return np.array([sum(len(w) + (10 if "\u00a0" in w else 0) for w in s.split(" "))
+                         for s in strings], np.int64)
+
+    text = "ab cd\u00a0ef gh ij\u00a0kl mn op qr st uv"
+    chunker = Chunker(Chunking(None, 12, 4), count)
+    spans = chunker.spans(text)
+    assert all(count([text[s:e]])[0] <= 12 for s, e in spans)
+    covered = np.zeros(len(text), bool)
+    for s, e in spans:
+        covered[s:e] = True
+    assert all(c in " \u00a0" for c, hit in zip(text, covered) if not hit)
+    # without the no-break spaces, the words' counts are the windows'
+    plain = text.replace("\u00a0", " ")
+    assert [plain[s:e] for s, e in chunker.spans(plain)] == [
+        "ab cd ef gh ij kl", "ij kl mn op qr st", "qr st uv"]
+
+
+def test_embed_texts_refuses_chunks():
+    from beam_embed import EmbedTexts
+
+    with pytest.raises(ValueError, match="split 'chunks' is `beam-embed run --split chunks`'s; "
+                                         "expected split 'none' or 'sentences'"):
+        EmbedTexts(split="chunks")
+
+
 def test_windows_overlap_and_reach_the_end():
     assert windows([1] * 10, 4, 1) == [(0, 4), (3, 7), (6, 10)]
     assert windows([1] * 10, 4, 0) == [(0, 4), (4, 8), (8, 10)]
