@@ -241,6 +241,21 @@ def test_chunk_flags_need_split_chunks(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "o")
 
 
+def test_progress_expects_the_windows(chunked, minilm_export):
+    from beam_embed.models.spec import encoder_spec
+    from beam_embed.pipeline.job.chunking import Chunking
+    from beam_embed.pipeline.job.formats import Fields
+    from beam_embed.pipeline.job.input_size import expected_records
+    from beam_embed.pipeline.job.settings import RunSettings
+
+    corpus, _, manifest = chunked
+    settings = RunSettings(input=(corpus,), split="chunks", chunk_tokens=N, chunk_overlap=M)
+    plan = Chunking(encoder_spec(minilm_export, max_seq_length=64), N, M)
+    files = [(corpus, os.path.getsize(corpus))]
+    expected = expected_records(settings, Fields("text", "id", (), 1 << 20), files, plan)
+    assert expected == manifest["counts"]["embedded"] > len(DOCS)
+
+
 def test_windows_are_counted_again_where_a_tokenizer_joins_words():
     """A tokenizer that keeps a no-break space inside a word (a character a token, and the
     joined word 10 more): windows made from the words' counts are too long, made again."""
