@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import tokenizers
 
+from beam_embed import read_embeddings
 from beam_embed.pipeline.cli import main as cli
 from beam_embed.pipeline.job.chunking import windows
 from beam_embed.process import exits
@@ -254,6 +255,47 @@ def test_progress_expects_the_windows(chunked, minilm_export):
     files = [(corpus, os.path.getsize(corpus))]
     expected = expected_records(settings, Fields("text", "id", (), 1 << 20), files, plan)
     assert expected == manifest["counts"]["embedded"] > len(DOCS)
+
+
+TINY_DOC = ("the cats sat on the mat . the dog was playing , a big bank by the river ! "
+            "money is small ? the café was big and the dogs run on the river bank") * 2
+
+
+@pytest.mark.parametrize("model", ["tf1_bert", "tiny_export"])
+def test_other_wordpiece_models_and_int8(model, request, tmp_path):
+    """A TF1 Hub BERT module (its tokenizer built from its vocabulary) and an export stored as
+    int8 (its ranges calibrated on chunks)."""
+    from beam_embed.models.spec import encoder_spec
+
+    found = request.getfixturevalue(model)
+    handle = ["--encoder", found[0]] if model == "tf1_bert" else ["--model", found]
+    dtype = ["--vector_dtype", "int8"] if model == "tiny_export" else []
+    corpus = _corpus(tmp_path / "tiny.jsonl", {"doc": TINY_DOC, "one": "a dog"})
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--input", corpus, *handle, "--split", "chunks", "--chunk_tokens",
+                       "8", "--chunk_overlap", "2", "--max_seq_length", "16", "--pooling",
+                       "mean", "--no-normalize", "--format", "parquet", *dtype)
+    rows = _by_doc(parquet_rows(out))
+    assert [r["id"] for r in rows["one"]] == ["one#c0"] and len(rows["doc"]) > 6
+    spec = encoder_spec(found, max_seq_length=16, poolings=("mean",), normalize=False) \
+        if model == "tiny_export" else encoder_spec(encoder=found[0], max_seq_length=16,
+                                                    poolings=("mean",), normalize=False)
+    embedder = spec.build()
+    stored = read_embeddings(out)  # int8 decoded; the chunk columns read with the rest
+    places = dict(zip(stored.ids, zip(stored.table.column("parent_id").to_pylist(),
+                                      stored.table.column("char_start").to_pylist())))
+    vectors = dict(zip(stored.ids, stored.vectors))
+    for row in rows["doc"]:
+        assert row["text"] == TINY_DOC[row["char_start"]:row["char_end"]]
+        assert row["num_tokens"] <= 10 and not row["truncated"]
+        assert places[row["id"]] == ("doc", row["char_start"])
+        alone = embedder.embed([row["text"]]).vectors["mean"][0]
+        if dtype:  # within int8's steps: cosine to the exact vector
+            got = vectors[row["id"]]
+            assert got @ alone / np.linalg.norm(got) / np.linalg.norm(alone) > 0.999
+        else:
+            np.testing.assert_allclose(row["mean"], alone, rtol=1e-5, atol=1e-6)
+    assert manifest.get("vector_dtype", "float32") == ("int8" if dtype else "float32")
 
 
 def test_windows_are_counted_again_where_a_tokenizer_joins_words():
