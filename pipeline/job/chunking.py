@@ -26,13 +26,13 @@ import numpy as np
 from beam_embed.pipeline.common.records import ChunkPlace, Record
 from beam_embed.pipeline.job.settings import MIN_CHUNK_TOKENS
 
-# What BERT's normalizer turns into a space, so what separates words for every BERT tokenizer
-# here: tab, newline, carriage return and the Unicode space separators (Zs, Zl, Zp).
+# What an export's normalizer turns into a space (models/bert_preprocessor.py), so where its
+# tokenizer splits words: tab, newline, carriage return and the Unicode space separators.
 SEPARATORS = "\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _WORD = re.compile(f"[^{SEPARATORS}]+")
 # Every BERT tokenizer splits at tab, newline, carriage return and space before anything else;
-# one may not at the other separators (TF-Hub's cased preprocessors keep a no-break space inside
-# a word): only a text holding one has its windows counted again as wholes.
+# one normalizing otherwise than an export (a TF-Hub preprocessor, say) may not at the other
+# separators: only a text holding one has its windows counted again as wholes.
 _UNCOMMON_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 DEFAULT_OVERLAP = 32  # at most; and at most a quarter of the window, as --long_text chunk's
 
@@ -57,10 +57,11 @@ def chunking(settings, spec) -> Chunking | None:
 
     kind = encoder_kind(spec.kind)
     if not kind.wordpieces or spec.max_seq_length is None:
-        raise ValueError(f"--split chunks counts tokens with the model's WordPiece tokenizer; "
-                         f"{spec.name or spec.encoder} is a {spec.kind} model, which has none; "
-                         "expected a BERT-family model (a preset, an export-model folder, a "
-                         "TF-Hub BERT pair or TF1 Hub BERT)")
+        raise ValueError(f"--split chunks counts tokens with the model's WordPiece "
+                         f"preprocessor; {spec.name or spec.encoder} is a {spec.kind} model, "
+                         "which has none it can use; expected a BERT-family preset, an "
+                         "export-model folder (`beam-embed export-model` makes one of a Hugging "
+                         "Face folder), a TF-Hub BERT pair or a TF1 Hub BERT module")
     room = spec.max_seq_length - kind.encoder_class().special_tokens
     tokens = settings.chunk_tokens if settings.chunk_tokens is not None else room
     if not MIN_CHUNK_TOKENS <= tokens <= room:

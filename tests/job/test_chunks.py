@@ -228,8 +228,8 @@ def test_a_model_without_a_wordpiece_tokenizer_is_refused(chunked, text_in, tmp_
                 "--output", out, "--progress_every", "0"])
     err = capsys.readouterr().err
     assert code == exits.BAD_CONFIG, err
-    assert "--split chunks counts tokens with the model's WordPiece tokenizer" in err
-    assert "text_in model, which has none; expected a BERT-family model" in err
+    assert "--split chunks counts tokens with the model's WordPiece preprocessor" in err
+    assert "text_in model, which has none it can use; expected a BERT-family preset" in err
     assert not os.path.exists(os.path.join(out, "manifest.json"))
 
 
