@@ -49,10 +49,12 @@ STORES = ["lancedb==0.40.0", "qdrant-client==1.20.0", "pymilvus==3.0.2", "milvus
 READ = ["pandas>=2,<2.4", "duckdb>=1.1"]
 # Tests, lint, a local Cloud Storage emulator for gs:// paths, and the independent references the
 # tests compare with (keras-hub reads the same checkpoints another way; tokenizers is Hugging
-# Face's tokenizer); the `dev` extra adds READ and DASK too: the tests run the docs' snippets
-# and the jobs on a loopback Dask cluster.
+# Face's tokenizer; sentencepiece trains the tiny XLM-R's tokenizer and gives its ids); the
+# `dev` extra adds READ and DASK too: the tests run the docs' snippets and the jobs on a loopback
+# Dask cluster.
 DEV = ["pytest>=8", "tokenizers>=0.20", "tensorboard>=2.20", "scipy>=1.11", "keras-hub==0.32.0",
-       "ruff==0.17.6", "import-linter==2.17", "gcp-storage-emulator>=2026.7"]
+       "sentencepiece==0.2.3", "ruff==0.17.6", "import-linter==2.17",
+       "gcp-storage-emulator>=2026.7"]
 
 setuptools.setup(
     name="beam-embed",

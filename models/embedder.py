@@ -70,7 +70,8 @@ def encoder_lanes() -> int:
 class Embedder:
     def __init__(self, encoder, poolings: tuple[Pooling, ...], normalize: bool = False,
                  long_text: str = "truncate", chunk_overlap: int = 32,
-                 truncate_dim: int | None = None):
+                 truncate_dim: int | None = None, prompt: str = "",
+                 prompt_in_pooling: bool = True):
         if long_text not in LONG_TEXT_MODES:
             raise ValueError(f"unknown long-text mode {long_text!r}; expected one of "
                              f"{list(LONG_TEXT_MODES)}")
@@ -83,10 +84,15 @@ class Embedder:
         self.poolings = poolings
         self.normalize = normalize
         self.truncate_dim = truncate_dim
+        self.prompt = prompt  # prepended to each text, as sentence-transformers' encode() does
         self.long_text = long_text
         self._layers = tuple(sorted({p.layer if p.layer < 0 else p.layer - encoder.num_layers
                                      for p in poolings if p.layer is not None}))
         self._specials = encoder.special_tokens  # BERT: [CLS] and [SEP]; ELMo: none
+        # sentence-transformers' Pooling with include_prompt false leaves out the first
+        # `_unpooled` positions: [CLS] and the prompt's tokens, as the prompt alone tokenizes
+        self._unpooled = (0 if prompt_in_pooling or not prompt else
+                          int(encoder.tokenize([prompt]).lengths[0]) + min(self._specials, 1))
         # units a text may have; None: no limit (text-in embedders read the whole text)
         self._room = (None if encoder.max_seq_length is None
                       else encoder.max_seq_length - self._specials)
@@ -139,9 +145,15 @@ class Embedder:
             if p.layer is not None and p.layer >= 0:
                 layers[p.layer] = out.layers[p.layer - self.encoder.num_layers]
         out = dataclasses.replace(out, layers={**out.layers, **layers})
+        if self._unpooled:
+            mask = np.array(out.mask, np.float32)
+            mask[:, :self._unpooled] = 0
+            out = dataclasses.replace(out, mask=mask)
         return self._pool(out)
 
     def embed(self, texts: list[str]) -> Embedded:
+        if self.prompt:  # its tokens count in num_tokens and in the model's length, as there
+            texts = [self.prompt + t for t in texts]
         pieces = self.encoder.tokenize(texts)
         lengths = pieces.lengths
         num_tokens = (lengths + self._specials).astype(np.int32)

@@ -16,6 +16,7 @@ import yaml
 
 from beam_embed.models.gcs_copy import gs_names, local_copy
 from beam_embed.models.hub_loader import is_remote
+from beam_embed.models.prompts import NONE, Prompts, prompts_of, recorded_prompts
 
 
 def presets_file() -> str:
@@ -46,6 +47,8 @@ class ModelSpec:
     max_seq_length: int | None
     # An export of a checkpoint without pooler weights computes pooled_output as zeros.
     has_pooler: bool = True
+    # sentence-transformers' prompts, which an export carries (models/prompts.py)
+    prompts: Prompts = NONE
 
 
 def load_presets(path: str | None = None) -> dict[str, dict]:
@@ -95,6 +98,7 @@ def from_export(folder: str, name: str | None = None) -> ModelSpec:
                           f"{REEXPORT}")
     try:
         KINDS[meta["kind"]].parse_poolings((meta["pooling"],))
+        prompts = prompts_of(meta)
     except ValueError as e:
         raise ExportError(f"{where}: {e}") from e
     return ModelSpec(
@@ -106,6 +110,7 @@ def from_export(folder: str, name: str | None = None) -> ModelSpec:
         normalize=meta["normalize"],
         max_seq_length=meta["max_seq_length"],
         has_pooler=meta.get("has_pooler", True),
+        prompts=prompts,
     )
 
 
@@ -141,7 +146,8 @@ def from_handles(encoder: str, preprocessor: str | None = None,
     registry = encoder_kind(kind)
     return ModelSpec(kind=kind, name=handle_name(encoder), encoder=encoder,
                      preprocessor=preprocessor, pooling=registry.default_pooling,
-                     normalize=False, max_seq_length=learned.get("max_seq_length"))
+                     normalize=False, max_seq_length=learned.get("max_seq_length"),
+                     prompts=recorded_prompts(encoder))
 
 
 def _is_saved_model(folder: str) -> bool:

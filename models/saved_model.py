@@ -110,6 +110,8 @@ def fingerprint(*handles: str | None) -> str:
             digest.update(b"metadata\0" + hashlib.sha256(meta).digest())
         else:
             read = {k: meta[k] for k in sorted(RUN_READS) if k in meta}
+            if meta.get("include_prompt") is False:  # a prompt's tokens leave its mean; kept
+                read["include_prompt"] = False  # out otherwise, so earlier fingerprints stand
             digest.update(b"metadata\0" + json.dumps(read, sort_keys=True).encode() + b"\n")
         for sub in _saved_models(meta):
             _hash_folder(digest, os.path.join(folder, sub), sub)

@@ -65,6 +65,12 @@ class EncoderSpec:
     on_host: bool = False
     # Matryoshka: keep each vector's first K dimensions (normalized again when `normalize`)
     truncate_dim: int | None = None
+    # prepended to each text before it is tokenized ("": none); `prompt_name`: the model's
+    # prompt it is, when named (models/prompts.py)
+    prompt: str = ""
+    prompt_name: str | None = None
+    # False: the model's Pooling leaves the prompt's tokens out (include_prompt false)
+    prompt_in_pooling: bool = True
 
     def parsed_poolings(self):
         """The poolings as beam_embed.models.pooling.Pooling, checked against the encoder kind."""
@@ -113,7 +119,8 @@ class EncoderSpec:
         if self.granularity == "token":
             return TokenEmbedder(encoder, self.token_layer, self.token_unit, self.token_dtype)
         return Embedder(encoder, self.parsed_poolings(), normalize=self.normalize,
-                        long_text=self.long_text, truncate_dim=self.truncate_dim)
+                        long_text=self.long_text, truncate_dim=self.truncate_dim,
+                        prompt=self.prompt, prompt_in_pooling=self.prompt_in_pooling)
 
 
 def fingerprint(kind: str, encoder: str, preprocessor: str | None = None) -> str:
@@ -197,6 +204,24 @@ def _check_pooler(found, chosen: tuple[str, ...], registry) -> None:
                      f"{usable}{layered}")
 
 
+def _prompt(found, granularity: str, long_text: str, prompt_name: str | None,
+            prompt: str | None):
+    """The prompt the run applies (models/prompts.py), refused where it would reach only part
+    of what is embedded: token vectors would include the prompt's tokens, and a chunked text's
+    later windows would lack it."""
+    from beam_embed.models.prompts import choose
+
+    chosen = choose(found.name, found.prompts, prompt_name, prompt)
+    if chosen.text and (granularity == "token" or long_text == "chunk"):
+        flag, other = (("--granularity token", "--granularity sentence") if granularity == "token"
+                       else ("--long-text chunk", "--long-text truncate"))
+        given = ("--prompt" if prompt is not None else "--prompt_name" if prompt_name
+                 else f"{found.name}'s default prompt")
+        raise ValueError(f"{flag} does not take a prompt ({given} {chosen.text!r}): expected "
+                         f"{other} with a prompt, or --prompt '' for none")
+    return chosen
+
+
 def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                  preprocessor: str | None = None, kind: str | None = None,
                  poolings: tuple[str, ...] = (), normalize: bool | None = None,
@@ -207,11 +232,14 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                  threads: tuple[int, int] = (0, 0), name: str | None = None,
                  presets: dict | None = None, accelerator: str = "auto",
                  batch: tuple[int, int] = (16384, 512),
-                 truncate_dim: int | None = None) -> EncoderSpec:
+                 truncate_dim: int | None = None, prompt_name: str | None = None,
+                 prompt: str | None = None) -> EncoderSpec:
     """A checked EncoderSpec for `model` (a preset or an export-model folder) or for TF-Hub
     handles (`encoder`, `preprocessor`, optionally their `kind`). Unset flags take the model's
     recommendation (pooling, normalize, max length) or the accelerator's (precision: bf16 on a
-    TPU, else fp32). `batch`: the token budget and most rows of one encoder call. Raises
+    TPU, else fp32). `batch`: the token budget and most rows of one encoder call. `prompt`
+    (a literal prefix) or `prompt_name` (one of the model's prompts), else the model's default
+    prompt, is prepended to each text (models/prompts.py). Raises
     ValueError naming the bad value and the valid choices."""
     from beam_embed.models.presets import from_handles, resolve
 
@@ -249,6 +277,7 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
                              f"([CLS] text [SEP]) for {found.kind} encoders, got {max_len}")
     registry.check_precision(precision)
     registry.check_accelerator(accelerator)
+    prompted = _prompt(found, granularity, long_text, prompt_name, prompt)
     return EncoderSpec(
         kind=found.kind, encoder=found.encoder, preprocessor=found.preprocessor,
         max_seq_length=max_len, poolings=chosen,
@@ -257,4 +286,5 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
         token_unit=token_unit, token_dtype=token_dtype, precision=precision,
         intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name,
         accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1],
-        truncate_dim=truncate_dim)
+        truncate_dim=truncate_dim, prompt=prompted.text, prompt_name=prompted.name,
+        prompt_in_pooling=found.prompts.include_prompt)

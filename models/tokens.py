@@ -15,6 +15,14 @@ from beam_embed.models.encoder import Units
 from beam_embed.models.encoder_choices import TOKEN_DTYPES, TOKEN_UNITS
 from beam_embed.models.encoders import encoder_kind
 
+UNKNOWN_PIECES = {"[UNK]", "<unk>"}  # WordPiece's, SentencePiece's (XLM-R)
+
+
+def piece_text(piece: str) -> str:
+    """The characters of the word a piece stands for: WordPiece's "##" continuation mark and
+    SentencePiece's "▁" word-start mark (XLM-R) dropped."""
+    return piece[2:] if piece.startswith("##") else piece.removeprefix("\u2581")
+
 
 @dataclasses.dataclass(frozen=True)
 class TokenVectors:
@@ -109,8 +117,9 @@ class TokenEmbedder:
             pieces = strings[k:k + count]
             if not pieces:
                 break
-            sizes = [len(p[2:] if p.startswith("##") else p) for p in pieces]
-            exact = "[UNK]" not in pieces and sum(sizes) == word_ends[w] - word_starts[w]
+            sizes = [len(piece_text(p)) for p in pieces]
+            exact = (not UNKNOWN_PIECES.intersection(pieces)
+                     and sum(sizes) == word_ends[w] - word_starts[w])
             pos = word_starts[w]
             for size in sizes:
                 starts.append(pos if exact else word_starts[w])

@@ -305,7 +305,8 @@ def test_docs_point_at_nothing_outside_the_repository():
         for target, anchor in re.findall(r"\]\(([^)#]*)(?:#([^)]*))?\)", text):
             if target.startswith("http"):
                 continue
-            file = os.path.normpath(os.path.join(os.path.dirname(name), target or name))
+            file = (os.path.normpath(os.path.join(os.path.dirname(name), target)) if target
+                    else name)  # "(#part)": a part of the same page
             assert os.path.exists(os.path.join(ROOT, file)), f"{name} links to missing {target}"
             if anchor:
                 assert anchor in _anchors(file), f"{name} links to missing {target}#{anchor}"

@@ -58,7 +58,8 @@ class EmbedTexts(beam.PTransform):
     default the model's recommended; the earlier keyword `poolings` still works, with a
     DeprecationWarning), `normalize`, `max_seq_length`, `long_text`
     ("truncate" or "chunk"), `batch_tokens`, `max_batch_size`, `precision`, `accelerator`,
-    `encoder`, `preprocessor`, `elmo_signature`, `clean`, `split` ("sentences": one Embedding
+    `encoder`, `preprocessor`, `elmo_signature`, `prompt_name` (one of the model's prompts),
+    `prompt` (a literal prefix; "" for none), `clean`, `split` ("sentences": one Embedding
     per sentence, ids `ID#sN`), `max_text_bytes`, `text_field`, `id_field`, `progress_every`
     (seconds between progress lines on stderr; default 0, none). A bad value raises the
     command line's ValueError; a keyword EmbedTexts does not take, a TypeError naming those it
@@ -82,6 +83,7 @@ class EmbedTexts(beam.PTransform):
                  max_batch_size: int | None = None, precision: str | None = None,
                  accelerator: str | None = None, encoder: str | None = None,
                  preprocessor: str | None = None, elmo_signature: str | None = None,
+                 prompt_name: str | None = None, prompt: str | None = None,
                  clean: bool | None = None, split: str | None = None,
                  max_text_bytes: int | None = None, text_field: str | None = None,
                  id_field: str | None = None, progress_every: float | None = None,

@@ -44,7 +44,9 @@ class TextEncoder:
                 from beam_embed.models.embedder import Embedder
 
                 found = Embedder(next(iter(self._embedders.values())).encoder, poolings,
-                                 normalize=spec.normalize, long_text=spec.long_text)
+                                 normalize=spec.normalize, long_text=spec.long_text,
+                                 truncate_dim=spec.truncate_dim, prompt=spec.prompt,
+                                 prompt_in_pooling=spec.prompt_in_pooling)
             self._embedders[pooling] = found
         return found
 
@@ -93,12 +95,14 @@ def load_encoder(model: str | None = None, pooling: str | Sequence[str] | None =
                  long_text: str | None = None, precision: str | None = None,
                  accelerator: str | None = None, encoder: str | None = None,
                  preprocessor: str | None = None, elmo_signature: str | None = None,
+                 prompt_name: str | None = None, prompt: str | None = None,
                  clean: bool | None = None, max_text_bytes: int | None = None) -> TextEncoder:
     """The model `model` (a preset such as "minilm", an export-model folder or a SavedModel),
     with the run's model settings as keywords (`pooling`: the default poolings of `encode`,
     `normalize`, `max_seq_length`, `long_text`, `precision`, `accelerator`, `encoder`,
-    `preprocessor`, `elmo_signature`, `clean`, `max_text_bytes`), checked as `beam-embed run`
-    checks its flags. The model (and TensorFlow, without its start-up lines unless
+    `preprocessor`, `elmo_signature`, `prompt_name` (one of the model's prompts, e.g.
+    "query"; default the model's default prompt), `prompt` (a literal prefix; "" for none),
+    `clean`, `max_text_bytes`), checked as `beam-embed run` checks its flags. The model (and TensorFlow, without its start-up lines unless
     BEAM_EMBED_VERBOSE=1 or TF_CPP_MIN_LOG_LEVEL 0/1 asks for them) loads at the first
     `encode`."""
     given = {k: v for k, v in locals().items() if k in ACCEPTED}

@@ -17,7 +17,7 @@ from beam_embed.pipeline.job.settings import RunSettings
 
 # The settings that choose and shape the encoder, as `run` has them.
 MODEL = ("model", "encoder", "preprocessor", "elmo_signature", "normalize", "max_seq_length",
-         "long_text", "precision", "accelerator")
+         "long_text", "precision", "accelerator", "prompt_name", "prompt")
 BATCHES = ("batch_tokens", "max_batch_size")
 # How a text is taken from an element and prepared, as `run` reads a record.
 TEXTS = ("text_field", "id_field", "clean", "max_text_bytes")
@@ -36,7 +36,7 @@ def run_settings(owner: str, given: dict, accepted: tuple[str, ...],
 
 # Keywords the API spelled otherwise before it took the command line's names (still taken, with
 # a DeprecationWarning; left out of the names an unknown keyword's TypeError lists).
-EARLIER_NAMES = ("poolings", "formats")
+EARLIER_NAMES = ("poolings", "formats", "stores")
 
 
 def renamed_keyword(owner: str, old: str, new: str, old_value, new_value):

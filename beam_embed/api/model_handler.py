@@ -19,7 +19,7 @@ __all__ = ["EmbeddingModelHandler", "estimated_tokens"]
 # The run's settings the handler takes, under the run's names.
 SETTINGS = ("model", "pooling", "encoder", "preprocessor", "elmo_signature", "normalize",
             "max_seq_length", "long_text", "precision", "accelerator", "max_batch_size",
-            "clean", "max_text_bytes")
+            "clean", "max_text_bytes", "prompt_name", "prompt")
 # Beam 2.77 ModelHandler's own keywords, handed to ModelHandler.__init__ as given.
 BEAM_KEYWORDS = ("min_batch_size", "max_batch_duration_secs", "max_batch_weight",
                  "element_size_fn", "batch_length_fn", "batch_bucket_boundaries", "large_model",
@@ -46,7 +46,8 @@ class EmbeddingModelHandler(ModelHandler[str, PredictionResult, object]):
     `model` (a preset, an export-model folder or a SavedModel), `pooling` (one; default the
     model's first recommended) and the run's other model settings (`normalize`,
     `max_seq_length`, `long_text`, `precision`, `accelerator`, `encoder`, `preprocessor`,
-    `elmo_signature`, `clean`, `max_text_bytes`), checked as `beam-embed run` checks its flags.
+    `elmo_signature`, `prompt_name`, `prompt`, `clean`, `max_text_bytes`), checked as
+    `beam-embed run` checks its flags.
 
     Batches are RunInference's (Beam's BatchElements), shaped by Beam's ModelHandler keywords,
     all taken: `min_batch_size`, `max_batch_size` (512 texts), `max_batch_duration_secs`
@@ -74,6 +75,7 @@ class EmbeddingModelHandler(ModelHandler[str, PredictionResult, object]):
                  long_text: str | None = None, precision: str | None = None,
                  accelerator: str | None = None, encoder: str | None = None,
                  preprocessor: str | None = None, elmo_signature: str | None = None,
+                 prompt_name: str | None = None, prompt: str | None = None,
                  clean: bool | None = None, max_text_bytes: int | None = None,
                  min_batch_size: int | None = None, max_batch_size: int | None = None,
                  max_batch_duration_secs: int | None = None,

@@ -31,7 +31,7 @@ from beam_embed.pipeline.common.records import EMPTY, DeadLetter, EmbeddedBatch,
 __all__ = ["WriteEmbeddings"]
 
 ACCEPTED = ("format", "vector_dtype", "num_shards", "include_text", "metadata_fields",
-            "overwrite")
+            "overwrite", "store", "store_table", "store_sync")
 BATCH = 512  # rows converted and written together, as an inference batch's most
 COMMAND = "WriteEmbeddings"
 # Writes of this process that claimed their folder and have not published: folder -> its
@@ -205,14 +205,20 @@ class WriteEmbeddings(beam.PTransform):
     `read_embeddings` read it.
 
     Keywords, as the run's flags: `format` (one or a list, as --format; ["parquet",
-    "tfrecord"]; the earlier keyword `formats` still works, with a DeprecationWarning), `vector_dtype`
-    ("float32", "float16", "int8" or "binary"), `num_shards` (0: the runner decides),
-    `include_text` (True), `metadata_fields` (the Embeddings' fields written as string columns;
-    none by default; one named like a column the run writes, `source` say, as `meta_source`),
-    `overwrite` (replace a previous run in `output`; also take over the claim of a write that
-    did not finish). int8 calibrates each dimension's range before writing, on
-    `calibration_texts` (up to 1,000 texts, embedded here), which it then needs. Every
-    Embedding needs an id (EmbedTexts gives a plain text none).
+    "tfrecord"]; the earlier keyword `formats` still works, with a DeprecationWarning),
+    `vector_dtype` ("float32", "float16", "int8" or "binary"), `num_shards` (0: the runner
+    decides), `include_text` (True), `metadata_fields` (the Embeddings' fields written as
+    string columns; none by default; one named like a column the run writes, `source` say, as
+    `meta_source`), `overwrite` (replace a previous run in `output`; also take over the claim
+    of a write that did not finish), `store` (one store URI or a list, as --store; `stores`
+    works too, with a DeprecationWarning: once published, the run's rows are upserted into
+    each, keyed by id, as `beam-embed run --store` upserts them; each store is reached and its
+    table made or checked when the pipeline is built, before any data is read; a BigQuery
+    table is written by a step of the pipeline), `store_table` ("embeddings"), `store_sync`
+    (also remove the ids a store holds that the run does not). int8 calibrates each
+    dimension's range before writing, on `calibration_texts` (up to 1,000 texts, embedded
+    here), which it then needs. Every Embedding needs an id (EmbedTexts gives a plain text
+    none).
 
     The output folder is checked here, before the pipeline runs; the run is written to a
     staging folder inside it under the folder's claim and swapped in when complete (a failed
@@ -225,7 +231,9 @@ class WriteEmbeddings(beam.PTransform):
                  calibration_texts: Sequence[str] | None = None, num_shards: int | None = None,
                  include_text: bool | None = None,
                  metadata_fields: Sequence[str] | None = None, overwrite: bool | None = None,
-                 formats: Sequence[str] | None = None):
+                 store: str | Sequence[str] | None = None, store_table: str | None = None,
+                 store_sync: bool | None = None,
+                 formats: Sequence[str] | None = None, stores: Sequence[str] | None = None):
         from beam_embed.pipeline.common.manifest import JOB
         from beam_embed.pipeline.common.staging import check_output
 
@@ -238,6 +246,9 @@ class WriteEmbeddings(beam.PTransform):
         given["format"] = renamed_keyword(COMMAND, "formats", "format", formats, format)
         if metadata_fields is not None:
             given["metadata_fields"] = tuple(metadata_fields)
+        store = renamed_keyword(COMMAND, "stores", "store", stores, store)
+        if store is not None:  # checked as --store: each URI parsed here
+            given["store"] = (store,) if isinstance(store, str) else tuple(store)
         self.settings = run_settings(COMMAND, given, ACCEPTED, output=output)
         if self.settings.metadata_fields is None:  # the run's None means "from the input"
             self.settings = dataclasses.replace(self.settings, metadata_fields=())
@@ -261,7 +272,8 @@ class WriteEmbeddings(beam.PTransform):
         settings = dataclasses.replace(
             embed.settings, output=s.output, format=s.format, vector_dtype=s.vector_dtype,
             num_shards=s.num_shards, include_text=s.include_text,
-            metadata_fields=s.metadata_fields, overwrite=s.overwrite)
+            metadata_fields=s.metadata_fields, overwrite=s.overwrite, store=s.store,
+            store_table=s.store_table, store_sync=s.store_sync)
         run = ResolvedRun(settings, embed.spec)
         run = dataclasses.replace(run, widths=probe_widths(run))
         texts = [clean_text(t) if settings.clean else t for t in self._calibration or ()]
@@ -314,4 +326,8 @@ class WriteEmbeddings(beam.PTransform):
             staging, manifest_base(run), counts, written, COUNTS, example)
         published = manifest | "Publish" >> beam.ParDo(_Publish(output), claimed)
         _WRITERS.setdefault(p, {})[_folder_key(output)] = self.label
+        if s.store:
+            from beam_embed.api.write_stores import with_stores
+
+            return with_stores(published, batches, run, schema, p.options)
         return published

@@ -1,4 +1,5 @@
-"""`export-model`: a BERT-family checkpoint folder -> TF-Hub-format SavedModels plus metadata.
+"""`export-model`: a BERT-family (BERT, XLM-RoBERTa) checkpoint folder -> TF-Hub-format
+SavedModels plus metadata.
 
     convert.py            export_checkpoint(): inspect, read and map the weights, save the
                           encoders (fp32, bf16, fp16) and the preprocessor, write beam_embed.json
@@ -7,6 +8,10 @@
     hf_checkpoint.py      the Hugging Face layout (config.json, safetensors or PyTorch weights)
     google_checkpoint.py  the google-research/bert layout (bert_config.json, a TF checkpoint)
     weight_map.py         a checkpoint's tensor names -> the encoder's weights
+    xlmr_checkpoint.py    what an XLM-RoBERTa folder adds: its SentencePiece tokenizer, positions
+    sentencepiece_model.py  a SentencePiece model file read and written (pieces, character map)
+    unigram_json.py       an XLM-R tokenizer.json rebuilt into its SentencePiece model
+    xlmr_preprocessor.py  the preprocessor contract with SentencePiece and fairseq's ids
     bert_encoder.py       the forward pass that is saved: the TF-Hub BERT encoder contract
 
 Only `export-model` (and a `checkpoint` preset's first use) imports this package: running an

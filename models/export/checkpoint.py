@@ -57,7 +57,8 @@ class Checkpoint:
     dense: tuple = ()  # sentence-transformers Dense layers after pooling (st_modules.Dense)
     include_prompt: bool = True  # sentence-transformers' Pooling include_prompt
     modules: tuple[str, ...] = ()  # sentence-transformers module types, in order
-    default_prompt: str | None = None  # what sentence-transformers prepends to every text
+    prompts: tuple[tuple[str, str], ...] = ()  # sentence-transformers' prompts, name -> text
+    default_prompt_name: str | None = None  # the one its encode() applies when given none
 
 
 def load_json(path: str) -> dict:

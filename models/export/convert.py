@@ -31,6 +31,8 @@ from beam_embed.models.export.checkpoint import Checkpoint, CheckpointError
 from beam_embed.models.export.checkpoint_layout import inspect_checkpoint, open_tensors
 from beam_embed.models.export.tokenizer_json import write_vocab
 from beam_embed.models.export.weight_map import MappedWeights, map_weights
+from beam_embed.models.export.xlmr_checkpoint import SENTENCEPIECE, model_proto, position_offset
+from beam_embed.models.export.xlmr_preprocessor import XlmrPreprocessor
 from beam_embed.models.export_format import (
     DENSE,
     FORMAT_VERSION,
@@ -39,8 +41,6 @@ from beam_embed.models.export_format import (
 )
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
-DEFAULT_PROMPT = ("sentence-transformers prepends the model's default prompt {prompt!r} to every "
-                  "text; runs embed the text as it is, so their vectors differ from its encode()'s")
 NO_POOLER = ("the checkpoint has no pooler (pooler/dense): pooled_output and default are zeros; "
              "use cls or mean pooling")
 
@@ -77,7 +77,8 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "heads": cfg["num_attention_heads"],
         "vocab_size": ckpt.vocab_size,
         "max_seq_length": ckpt.max_seq_length,
-        "max_position_embeddings": cfg["max_position_embeddings"],
+        "max_position_embeddings": cfg["max_position_embeddings"] - position_offset(cfg),
+        "architecture": cfg.get("model_type", "bert"),
         "lower_case": tok.lower_case,
         "lower_case_source": tok.lower_case_source,
         "strip_accents": tok.strip_accents,
@@ -92,11 +93,12 @@ def metadata(ckpt: Checkpoint, mapped: MappedWeights, name: str | None = None) -
         "pooling": ckpt.pooling,
         "normalize": ckpt.normalize,
         "has_pooler": mapped.has_pooler,
-        "warnings": ([] if mapped.has_pooler else [NO_POOLER]) + (
-            [DEFAULT_PROMPT.format(prompt=ckpt.default_prompt)] if ckpt.default_prompt else []),
+        "warnings": [] if mapped.has_pooler else [NO_POOLER],
         "unused_variables": list(mapped.unused),
         "modules": list(ckpt.modules),
         "include_prompt": ckpt.include_prompt,
+        "prompts": dict(ckpt.prompts),  # runs apply them (models/prompts.py)
+        "default_prompt_name": ckpt.default_prompt_name,
         "dense": [{"weight": f"{DENSE}/{i}_weight.npy",
                    "bias": None if d.bias is None else f"{DENSE}/{i}_bias.npy",
                    "activation": d.activation, "in_features": int(d.weight.shape[1]),
@@ -159,11 +161,14 @@ def export_here(src_dir: str, out_dir: str, name: str | None = None, *,
 
 def _export(ckpt: Checkpoint, vocab_file: str, out_dir: str, name: str | None) -> dict:
     tok = ckpt.tokenizer
-    special = _special_ids(vocab_file)
     mapped = read_weights(ckpt)
     encoder = BertEncoder(mapped.weights)
-    preprocessor = BertPreprocessor(
-        vocab_file, tok.lower_case, tok.strip_accents, special, tok.flavor)
+    if tok.flavor == SENTENCEPIECE:
+        _, proto = model_proto(os.path.dirname(tok.vocab_file))
+        preprocessor = XlmrPreprocessor(proto, vocab_file, list(tok.vocab_entries))
+    else:
+        preprocessor = BertPreprocessor(vocab_file, tok.lower_case, tok.strip_accents,
+                                        _special_ids(vocab_file), tok.flavor)
     preprocessor.concrete_functions()  # trace the 1- and 2-segment packers so they are saved
     tf.io.gfile.makedirs(out_dir)
     encoder_dir = os.path.join(out_dir, "encoder")

@@ -24,8 +24,9 @@ from beam_embed.models.export.checkpoint import (
 from beam_embed.models.export.st_modules import read_modules
 from beam_embed.models.export.tokenizer_json import TOKENIZER_JSON, read_tokenizer_json
 from beam_embed.models.export.weight_map import HF_NAMES, Tensors
+from beam_embed.models.export.xlmr_checkpoint import XLM_ROBERTA, position_offset, xlmr_tokenizer
 
-SUPPORTED_MODEL_TYPES = ("bert",)
+SUPPORTED_MODEL_TYPES = ("bert", XLM_ROBERTA)
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 # hidden_act -> our activation: transformers' "gelu" is the exact erf form (GELUActivation).
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_pytorch_tanh",
@@ -84,7 +85,8 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
     model_type = config.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise CheckpointError(
-            f"{path}: model_type {model_type!r} is not a BERT-family architecture; "
+            f"{path}: model_type {model_type!r} is not a BERT-family architecture "
+            "(BERT or XLM-RoBERTa); "
             f"expected one of {list(SUPPORTED_MODEL_TYPES)}"
         )
     if config.get("position_embedding_type", "absolute") != "absolute":
@@ -98,6 +100,48 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
         check_safetensors(weights)
     tok_cfg_file = os.path.join(path, "tokenizer_config.json")
     tok_cfg = load_json(tok_cfg_file) if os.path.exists(tok_cfg_file) else {}
+    model_max = tok_cfg.get("model_max_length")
+    if not isinstance(model_max, int) or model_max > 100_000:  # HF writes 1e30 for "unset"
+        model_max = None
+    if model_type == XLM_ROBERTA:
+        if lower_case is not None:
+            raise CheckpointError(
+                f"{path}: --lower-case/--no-lower-case is for WordPiece vocabularies; an "
+                "XLM-RoBERTa model's SentencePiece model normalises text itself")
+        tokenizer = xlmr_tokenizer(path, config, model_max)
+        vocab = tokenizer.vocab_entries
+    else:
+        tokenizer, vocab = _wordpiece_tokenizer(path, config, tok_cfg, model_max, lower_case)
+    # sentence-transformers' own default pooling is mean; a plain BERT checkpoint's is [CLS]
+    pooling, normalize = (modules.pooling, modules.normalize) if modules else ("cls", False)
+    st_max = _sentence_bert_max_length(path)
+    max_positions = int(config["max_position_embeddings"]) - position_offset(config)
+    max_len = min(x for x in (st_max, model_max, max_positions) if x)
+    name = config.get("_name_or_path") or os.path.basename(os.path.normpath(root))
+    return Checkpoint(
+        path=path,
+        name=os.path.basename(str(name).rstrip("/")) or "bert",
+        layout=HUGGING_FACE,
+        config=config,
+        weights=weights,
+        activation=activation,
+        activation_note=ACTIVATION_NOTE,
+        tokenizer=tokenizer,
+        vocab_size=len(vocab),
+        pooling=pooling,
+        normalize=normalize,
+        max_seq_length=max_len,
+        dense=modules.dense if modules else (),
+        include_prompt=modules.include_prompt if modules else True,
+        modules=modules.types if modules else (),
+        prompts=modules.prompts if modules else (),
+        default_prompt_name=modules.default_prompt_name if modules else None,
+    )
+
+
+def _wordpiece_tokenizer(path: str, config: dict, tok_cfg: dict, model_max: int | None,
+                         lower_case: bool | None) -> tuple[TokenizerSettings, list[str]]:
+    """A BERT folder's WordPiece vocabulary (vocab.txt, else tokenizer.json) and settings."""
     fast = None
     if (not os.path.exists(os.path.join(path, "vocab.txt"))
             and os.path.exists(os.path.join(path, TOKENIZER_JSON))):
@@ -122,9 +166,6 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
         source = "--lower-case" if lower_case else "--no-lower-case"
     lower = bool(tok_cfg.get("do_lower_case", True)) if lower_case is None else lower_case
     strip = tok_cfg.get("strip_accents")
-    model_max = tok_cfg.get("model_max_length")
-    if not isinstance(model_max, int) or model_max > 100_000:  # HF writes 1e30 for "unset"
-        model_max = None
     tokenizer = TokenizerSettings(
         vocab_file=vocab_file,
         lower_case=lower,
@@ -134,30 +175,7 @@ def inspect_hf_folder(root: str, lower_case: bool | None = None) -> Checkpoint:
         lower_case_source=source,
         vocab_entries=tuple(vocab) if fast is not None else (),
     )
-    # sentence-transformers' own default pooling is mean; a plain BERT checkpoint's is [CLS]
-    pooling, normalize = (modules.pooling, modules.normalize) if modules else ("cls", False)
-    st_max = _sentence_bert_max_length(path)
-    max_positions = int(config["max_position_embeddings"])
-    max_len = min(x for x in (st_max, model_max, max_positions) if x)
-    name = config.get("_name_or_path") or os.path.basename(os.path.normpath(root))
-    return Checkpoint(
-        path=path,
-        name=os.path.basename(str(name).rstrip("/")) or "bert",
-        layout=HUGGING_FACE,
-        config=config,
-        weights=weights,
-        activation=activation,
-        activation_note=ACTIVATION_NOTE,
-        tokenizer=tokenizer,
-        vocab_size=len(vocab),
-        pooling=pooling,
-        normalize=normalize,
-        max_seq_length=max_len,
-        dense=modules.dense if modules else (),
-        include_prompt=modules.include_prompt if modules else True,
-        modules=modules.types if modules else (),
-        default_prompt=modules.default_prompt if modules else None,
-    )
+    return tokenizer, vocab
 
 
 def _torch_state(ckpt: Checkpoint) -> dict:

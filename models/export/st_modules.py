@@ -16,6 +16,7 @@ import numpy as np
 from beam_embed.models.export.checkpoint import CheckpointError, load_json
 
 MODULES_FILE = "modules.json"
+CONFIG_FILE = "config_sentence_transformers.json"  # its prompts
 ST = "sentence_transformers.models."
 # sentence-transformers' Pooling config keys -> the run's pooling names
 POOLING_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
@@ -47,7 +48,9 @@ class Modules:
     dense: tuple[Dense, ...]
     include_prompt: bool
     types: tuple[str, ...]  # the modules' types, in order
-    default_prompt: str | None = None  # the prompt sentence-transformers prepends by default
+    # config_sentence_transformers.json's prompts (name -> text) and default prompt's name
+    prompts: tuple[tuple[str, str], ...] = ()
+    default_prompt_name: str | None = None
 
 
 def _refuse(path: str, module: dict, why: str) -> CheckpointError:
@@ -145,13 +148,22 @@ def read_modules(root: str) -> Modules | None:
                               " module; a sentence-transformers BERT model has Transformer and "
                               "Pooling")
     return Modules(os.path.normpath(transformer), pooling, normalize, tuple(dense),
-                   include_prompt, tuple(str(m.get("type")) for m in modules),
-                   _default_prompt(root))
+                   include_prompt, tuple(str(m.get("type")) for m in modules), *_prompts(root))
 
 
-def _default_prompt(root: str) -> str | None:
-    """The prompt config_sentence_transformers.json makes encode() prepend to every text."""
-    path = os.path.join(root, "config_sentence_transformers.json")
+def _prompts(root: str) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """config_sentence_transformers.json's prompts and default prompt's name, which the export
+    carries for runs to apply (models/prompts.py); refused when they are not what
+    sentence-transformers would load."""
+    path = os.path.join(root, CONFIG_FILE)
     cfg = load_json(path) if os.path.isfile(path) else {}
-    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
-    return prompts.get(cfg.get("default_prompt_name")) or None
+    prompts = cfg.get("prompts") or {}
+    default = cfg.get("default_prompt_name")
+    if not isinstance(prompts, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise CheckpointError(f"{path} has prompts {prompts!r}; expected an object of prompt "
+                              "names to texts")
+    if default is not None and default not in prompts:
+        raise CheckpointError(f"{path} has default_prompt_name {default!r}, which is not one of "
+                              f"its prompts {sorted(prompts)}")
+    return tuple(prompts.items()), default

@@ -18,6 +18,7 @@ import numpy as np
 
 from beam_embed.models.export.bert_encoder import BertLayerWeights, BertWeights
 from beam_embed.models.export.checkpoint import CheckpointError, some
+from beam_embed.models.export.xlmr_checkpoint import position_offset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +128,9 @@ def map_weights(tensors: Tensors, config: dict, activation: str, where: str) -> 
             f"{where}: hidden_size {width} is not a multiple of num_attention_heads {heads}")
     read = _Reader(tensors, _prefix(tensors, where), where)
     word = read(_WORD_TABLE, "table", (config["vocab_size"], width))
+    # XLM-R's first rows precede its first position (xlmr_checkpoint.py): dropped here
     position = read("embeddings/position_embeddings", "table",
-                    (config["max_position_embeddings"], width))
+                    (config["max_position_embeddings"], width))[position_offset(config):]
     types = read("embeddings/token_type_embeddings", "table", (None, width))
     embed_norm = read.norm("embeddings/LayerNorm", width)
     layers = []

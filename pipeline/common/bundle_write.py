@@ -31,6 +31,11 @@ _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until 
 _UNNUMBERED_NAME = re.compile(rf"^(?P<prefix>.*){_UNNUMBERED}[0-9a-f]{{32}}(?P<suffix>.*)$")
 
 
+def unnumbered_name(prefix: str, unique: str, suffix: str) -> str:
+    """A file's name until `number_shards` gives it its shard name (`unique`: 32 hex digits)."""
+    return f"{prefix}{_UNNUMBERED}{unique}{suffix}"
+
+
 class _WriteBundle(beam.DoFn):
     def __init__(self, sink: FileBasedSink):
         self._sink = sink
@@ -39,8 +44,8 @@ class _WriteBundle(beam.DoFn):
     def start_bundle(self):
         # opened even for a bundle without elements: an empty shard, as Beam's sink writes one
         sink = self._sink
-        self._path = (f"{sink.file_path_prefix.get()}{_UNNUMBERED}{uuid.uuid4().hex}"
-                      f"{sink.file_name_suffix.get()}")
+        self._path = unnumbered_name(sink.file_path_prefix.get(), uuid.uuid4().hex,
+                                     sink.file_name_suffix.get())
         with naming_file(self._path):
             self._handle = sink.open(self._path)
 
@@ -80,21 +85,30 @@ def number_shards(paths: list[str], template: str) -> list[str]:
     `template` ("-SSSSS-of-NNNNN", numbered in the order of their unique parts) + suffix. Other
     paths (a sink that named its shards) are returned as they are. A file's digest sidecar
     (beam_embed.pipeline.common.shard_digests) takes its new name with it."""
+    names = shard_names(paths, template)
+    renamed = [p for p in paths if names[p] != p]
+    present = existing([sidecar(p) for p in renamed])
+    if renamed:
+        FileSystems.rename(*with_sidecars(renamed, [names[p] for p in renamed], present))
+    return [p for p in paths if names[p] == p] + sorted(names[p] for p in renamed)
+
+
+def shard_names(paths: list[str], template: str) -> dict[str, str]:
+    """Each of `paths` -> its shard name (unnumbered files numbered per prefix and suffix, in
+    the order of their unique parts; other paths -> themselves). Renames nothing."""
     groups: dict[tuple[str, str], list[str]] = {}
-    kept = []
+    names = {}
     for path in paths:
         found = _UNNUMBERED_NAME.match(path)
         if found:
             groups.setdefault((found["prefix"], found["suffix"]), []).append(path)
         else:
-            kept.append(path)
+            names[path] = path
     for (prefix, suffix), written in groups.items():
         written.sort()
-        names = [prefix + _shard(template, i, len(written)) + suffix for i in range(len(written))]
-        present = existing([sidecar(p) for p in written])
-        FileSystems.rename(*with_sidecars(written, names, present))
-        kept += names
-    return kept
+        for i, path in enumerate(written):
+            names[path] = prefix + _shard(template, i, len(written)) + suffix
+    return names
 
 
 def _shard(template: str, index: int, count: int) -> str:

@@ -133,10 +133,11 @@ def _create(store, me: Holder, folder: str):
 
 
 def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
-                 options=None, run_id: str | None = None) -> Claim:
+                 options=None, run_id: str | None = None, resumable: bool = False) -> Claim:
     """Takes the claim on `folder` (which must exist) or raises OutputBusy naming its holder.
     `options`: the run's PipelineOptions (gs:// credentials and project); `run_id`: see
-    Holder.this_process."""
+    Holder.this_process; `resumable`: a dead claim's message names --resume beside
+    --overwrite."""
     store = store or store_for(folder, options)
     me = Holder.this_process(command, run_id)
     if not store.atomic:
@@ -157,9 +158,12 @@ def claim_output(folder: str, overwrite: bool, command: list[str], store=None,
         if not overwrite:
             state = ("is no longer running (killed or crashed)" if alive is False else
                      f"may still be running on {other.host}")
+            choice = ("pass --resume to continue it (the shards it committed are kept) or "
+                      "--overwrite to discard its work" if resumable else
+                      "pass --overwrite to take it over")
             raise OutputBusy(f"--output {folder} is claimed by {other.describe()}, which "
-                             f"{state}; if no run is writing there, pass --overwrite to take "
-                             f"it over (the claim is {FileSystems.join(folder, CLAIM)})")
+                             f"{state}; if no run is writing there, {choice} (the claim is "
+                             f"{FileSystems.join(folder, CLAIM)})")
         token = store.replace(me.to_bytes(), found[1])
         if token is not None:
             log(f"took over the claim of {other.describe()} on {folder}")

@@ -44,6 +44,9 @@ def hint(bad: str, known) -> str:
     scored = sorted(((difflib.SequenceMatcher(None, name, k).ratio(), k) for k in shown),
                     reverse=True)
     close = [k for r, k in scored[:2] if r >= max(0.6, scored[0][0] - 0.1)] if scored else []
+    # an abbreviation (--comp) means the flags it starts, before any merely similar one (--prompt)
+    started = [k for k in shown if k.startswith(name) and len(name) > 3]
+    close = started[:2] if started else close
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 

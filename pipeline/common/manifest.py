@@ -43,6 +43,7 @@ class OutputKind:
     names: re.Pattern  # the names it writes (relative paths): an unlisted one would be clobbered
     listed: Callable[[dict], list[str]]  # a manifest's files, relative to the folder
     recognizes: Callable[[dict], bool]  # whether a manifest is one of this command's
+    resumable: bool = False  # a killed run's work is kept for its --resume
 
 
 def make_folder(folder: str, flag: str = "--output") -> bool:
@@ -235,7 +236,7 @@ class _Table(Mapping):
 @dataclass(frozen=True)
 class ModelEntry(_Entry):
     """The model that embedded the run; a run that --reuse copies from must have the same
-    fingerprint, max length, long-text policy and precision."""
+    fingerprint, max length, long-text policy, precision, truncation and prompt."""
     name: str | None = None
     kind: str | None = None
     encoder: str | None = None
@@ -245,6 +246,8 @@ class ModelEntry(_Entry):
     long_text: str | None = _later()
     precision: str | None = _later()  # absent before --reuse
     truncate_dim: int | None = _later()  # --truncate_dim: absent when vectors are whole
+    prompt: str | None = _later()  # prepended to each text: absent when none
+    prompt_name: str | None = _later()  # the model's prompt it is, when named
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,14 @@ class ReuseEntry(_Entry):
     fingerprint: str | None = _later()
     manifest_sha256: str | None = _later()
     rows: int | None = _later()
+
+
+@dataclass(frozen=True)
+class ResumeEntry(_Entry):
+    """--resume: the records the killed attempts' committed shards held, kept, and how many
+    attempts the run took (the first one included)."""
+    records_kept: int
+    attempts: int
 
 
 @dataclass(frozen=True)
@@ -355,7 +366,7 @@ class Digests(_Table):
 # from a run with the same values, pca --fit applies a fit only to one).
 VECTOR_SETTINGS = {"fingerprint": "model (fingerprint)", "max_seq_length": "max length",
                    "long_text": "long-text policy", "precision": "precision",
-                   "truncate_dim": "truncate_dim"}
+                   "truncate_dim": "truncate_dim", "prompt": "prompt"}
 
 
 def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[str]:
@@ -368,7 +379,7 @@ def model_differences(theirs: ModelEntry, ours: ModelEntry, whose: str) -> list[
 
 # The job manifest's keys read into the typed entries above.
 _ENTRIES = {"model": ModelEntry, "tokens": TokensEntry, "inputs": InputsEntry,
-            "reused_from": ReuseEntry, "counts": Counts, "files": Files, "rows": ShardRows,
+            "reused_from": ReuseEntry, "resumed": ResumeEntry, "counts": Counts, "files": Files, "rows": ShardRows,
             "digests": Digests}
 
 
@@ -379,7 +390,7 @@ class JobManifest:
     Its keys, in the order written: granularity, tokens (token granularity only),
     format_version, model, poolings, vector_dtype (only when not float32), formats,
     text_column, metadata_columns, inputs, versions, started_at, duplicate_id_example (only
-    when ids repeat), reused_from (only with --reuse), counts, files, errors_files, rows,
+    when ids repeat), reused_from (only with --reuse), resumed (only with --resume), counts, files, errors_files, rows,
     digests, finished_at, wall_time_s. A key an older run did not write reads as empty (`rows`
     and `digests` came later, readers of earlier versions skip `digests`; `vector_dtype` as
     float32). The nested entries are typed (ModelEntry, PoolingEntry,
@@ -401,6 +412,7 @@ class JobManifest:
     started_at: str = ""
     duplicate_id_example: str | None = None
     reused_from: ReuseEntry | None = None  # --reuse only
+    resumed: ResumeEntry | None = None  # --resume only
     counts: Counts = Counts()
     files: Files = Files()  # format -> shard names
     errors_files: list = dataclasses.field(default_factory=list)
@@ -427,6 +439,8 @@ class JobManifest:
             out[DUPLICATE_EXAMPLE] = self.duplicate_id_example
         if self.reused_from is not None:
             out["reused_from"] = self.reused_from.to_json()
+        if self.resumed is not None:
+            out["resumed"] = self.resumed.to_json()
         out.update({"counts": self.counts.to_json(), "files": self.files.to_json(),
                     "errors_files": self.errors_files, "rows": self.rows.to_json()})
         if self.digests:  # runs of earlier versions recorded none
@@ -620,7 +634,7 @@ class PcaManifest:
 
 JOB = OutputKind("beam-embed run", JOB_OUTPUTS,
                  re.compile(rf"({PREFIX}|{ERRORS_PREFIX})-[0-9]+-of-[0-9]+(\..+)?"),
-                 JobManifest.listed_in, JobManifest.recognizes)
+                 JobManifest.listed_in, JobManifest.recognizes, resumable=True)
 
 
 def listed_files(paths, formats) -> dict:

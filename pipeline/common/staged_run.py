@@ -65,10 +65,13 @@ class StagedRun:
 
     @classmethod
     def open(cls, folder: str, kind: OutputKind, overwrite: bool, command: list[str], *,
-             options=None, run_id: str | None = None) -> StagedRun:
+             options=None, run_id: str | None = None, resume: bool = False) -> StagedRun:
         """Claims `folder` (OutputBusy names the holder) and checks it again under the claim
-        (OutputRefused); `run_id`: the run's own, when its staging folder is named already."""
-        claim = claim_output(folder, overwrite, command, options=options, run_id=run_id)
+        (OutputRefused); `run_id`: the run's own, when its staging folder is named already
+        (a resumed run's: the killed run's); `resume`: a killed run's claim is taken over to
+        continue it (a live one never is)."""
+        claim = claim_output(folder, overwrite or resume, command, options=options,
+                             run_id=run_id, resumable=kind.resumable)
         try:
             previous = check_output(folder, kind, overwrite)
         except ValueError as e:
@@ -80,11 +83,13 @@ class StagedRun:
         return cls(folder, kind, claim, previous)
 
     def stage(self, taken_over: str | None = None,
-              say: Callable[[str], None] = log) -> str:
+              say: Callable[[str], None] = log, resumed: bool = False) -> str:
         """Removes what killed runs left in the folder (`taken_over`: the run id of a claim
         this run's writer released itself, when its claim took over none), says so, makes the
-        run's staging folder; returns it. From here, a failure abandons the run."""
-        for path in remove_leftovers(self.folder, self.taken_over or taken_over):
+        run's staging folder; returns it (`resumed`: it is the killed run's this one continues,
+        and stays). From here, a failure abandons the run (`abandon`)."""
+        keep = self.staging if resumed else None
+        for path in remove_leftovers(self.folder, self.taken_over or taken_over, keep):
             say(f"removed {path}, left by a run that did not finish")
         self.staged = True
         make_staging(self.folder, self.holder.run_id)
@@ -101,8 +106,22 @@ class StagedRun:
 
     def abandon(self) -> None:
         """The run failed: its staging folder goes (its id is the run's alone, so whatever is
-        there, a Beam step of the run's own may have made it, is the run's)."""
-        discard(self.staging)
+        there, a Beam step of the run's own may have made it, is the run's), unless the run
+        keeps its committed work for a --resume."""
+        if not self.keeps_work():
+            discard(self.staging)
+
+    def keeps_work(self) -> bool:
+        """Whether a failed run's staging folder stays: a job's that committed shard sets,
+        which --resume continues (committed_shards.py)."""
+        if not (self.kind.resumable and self.staged):
+            return False
+        from beam_embed.pipeline.common.committed_shards import read_commits
+
+        try:
+            return bool(read_commits(self.staging))
+        except OSError:
+            return False
 
     def release(self) -> None:
         if self._claim is not None:
@@ -117,19 +136,25 @@ class StagedRun:
 
 @contextlib.contextmanager
 def staged_run(folder: str, kind: OutputKind, overwrite: bool, command: list[str],
-               options=None) -> Iterator[StagedRun]:
-    """The run's span in `folder` (see the module's docstring)."""
+               options=None, run_id: str | None = None,
+               resume: bool = False) -> Iterator[StagedRun]:
+    """The run's span in `folder` (see the module's docstring; `run_id`, `resume`: see
+    StagedRun.open)."""
     with exits.unwound_on_sigterm() as stopped:
-        run = StagedRun.open(folder, kind, overwrite, command, options=options)
+        run = StagedRun.open(folder, kind, overwrite, command, options=options, run_id=run_id,
+                             resume=resume)
         try:
             yield run
         except Exception as e:
             if not run.staged:
                 raise
+            kept = run.keeps_work()
             run.abandon()  # the previous run, if any, is untouched; say where this one stopped
             exits.stopped_by(stopped, e)  # SIGTERM inside a Beam step, which wraps its SystemExit
+            then = (f"; the shards it committed are kept in {run.staging}: --resume continues "
+                    "the run, --overwrite discards them" if kept else "")
             raise CommandError(f"the run stopped, nothing was published to {folder} (its "
-                               f"previous run, if any, is untouched): {one_line(e)}",
+                               f"previous run, if any, is untouched{then}): {one_line(e)}",
                                exit_code(e)) from e
         except BaseException:  # Ctrl-C, SIGTERM: nothing of the run stays behind either
             run.abandon()

@@ -128,13 +128,20 @@ def _run_stagings(folder: str, taken_over: str | None = None) -> list[str]:
     return sorted(p for p in _children(folder, STAGING_PREFIX) if _run_staging(p, taken_over))
 
 
-def remove_leftovers(folder: str, taken_over: str | None = None) -> list[str]:
+def run_stagings(folder: str) -> list[str]:
+    """The staging folders of runs (their markers inside name them) in `folder`."""
+    return _run_stagings(folder)
+
+
+def remove_leftovers(folder: str, taken_over: str | None = None,
+                     keep: str | None = None) -> list[str]:
     """Deletes the staging folders that earlier (killed) runs left in `folder`: those their
     markers name, and that of the run `taken_over` (the run id of the claim this run took
-    over). Call it only while holding the folder's claim, before making this run's: then no
-    other run is writing them. Returns those removed; one that stays is a warning (a run need
+    over), but `keep` (a resumed run's own). Call it only while holding the folder's claim,
+    before making this run's: then no other run is writing them. Returns those removed; one that stays is a warning (a run need
     not wait on what another left)."""
-    return [path for path in _run_stagings(folder, taken_over) if _removed(path)]
+    return [path for path in _run_stagings(folder, taken_over)
+            if path.rstrip("/") != (keep or "").rstrip("/") and _removed(path)]
 
 
 def _removed(staging: str) -> bool:

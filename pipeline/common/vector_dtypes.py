@@ -28,6 +28,7 @@ from beam_embed.pipeline.common.vectors import vector_matrix
 
 INT8_LEVELS = 255  # codes -128..127
 CALIBRATION_ROWS = 1000  # vectors the int8 ranges are calibrated on
+RECODE_STEPS = 64  # float32 steps StoredVectors.recodable moves a value at most
 
 
 def _short(values: np.ndarray) -> tuple[float, ...]:
@@ -108,6 +109,26 @@ class StoredVectors:
             return stored.astype(np.float32) * np.float32(self.scale) + np.float32(self.offset)
         return np.asarray(stored, np.float32)
 
+    def recodable(self, stored: np.ndarray) -> np.ndarray:
+        """The stored values -> float32 [rows, width] that `encode` maps back to exactly these
+        values. int8: each decoded value, moved a float32 step at a time (at most RECODE_STEPS)
+        where rounding made it encode to a neighbouring code, as it does where a dimension's
+        scale nears float32's resolution at its offset (values within ~1e-4 of 10: ~1% of
+        codes). --reuse of an int8 run passes its rows through the new run's writer,
+        which encodes them again on the same ranges: they keep the codes stored. A code that
+        `encode` never writes (one no float32 value rounds to) keeps its decoded value."""
+        values = self.decode(stored)
+        if self.dtype != "int8":
+            return values
+        codes = np.asarray(stored, np.int8).astype(np.int16)
+        for _ in range(RECODE_STEPS):
+            off = self.encode(values).astype(np.int16) - codes
+            if not off.any():
+                break
+            toward = np.where(off > 0, np.float32(-np.inf), np.float32(np.inf))
+            values = np.where(off == 0, values, np.nextafter(values, toward)).astype(np.float32)
+        return values
+
     def arrow(self, vectors: np.ndarray) -> pa.Array:
         """float vectors -> the Parquet column's Arrow array."""
         return self.arrow_of_stored(self.encode(vectors))
@@ -131,12 +152,13 @@ class StoredVectors:
 
 
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
-              name: str = "vector") -> np.ndarray:
+              name: str = "vector", recodable: bool = False) -> np.ndarray:
     """A stored vector column as float32 [rows, width]: float32 viewed in Arrow's buffer
     (beam_embed.pipeline.common.vectors), the other dtypes decoded. A column whose vectors
     are not `stored`'s type and width (a manifest that does not describe its shards) is an
     IncompleteInput: read at another width, its values would be split into more (or fewer)
-    vectors than there are records."""
+    vectors than there are records. `recodable`: int8 decoded to values that encode back to
+    the same codes (StoredVectors.recodable)."""
     _check_width(column.type, stored, name)
     if stored.dtype in ("float32", "float16"):
         return stored.decode(vector_matrix(column, stored.width, name))
@@ -147,7 +169,8 @@ def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
     size = stored.byte_width
     raw = np.frombuffer(column.buffers()[1], np.uint8, count=len(column) * size,
                         offset=column.offset * size).reshape(len(column), size)
-    return stored.decode(raw.view(np.int8) if stored.dtype == "int8" else raw)
+    values = raw.view(np.int8) if stored.dtype == "int8" else raw
+    return stored.recodable(values) if recodable else stored.decode(values)
 
 
 def _check_width(found: pa.DataType, stored: StoredVectors, name: str) -> None:

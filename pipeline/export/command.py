@@ -16,11 +16,13 @@ PROG = "beam-embed export-model"
 
 def parser() -> CommandParser:
     p = CommandParser(
-        PROG, "Export a BERT-family checkpoint folder (Hugging Face, or google-research/bert "
+        PROG, "Export a BERT-family checkpoint folder (Hugging Face BERT or XLM-RoBERTa, or "
+              "google-research/bert "
               "with a TF checkpoint) as TF-Hub-format encoder + preprocessor SavedModels "
               "(OUT_DIR may be gs://).")
-    p.add_argument("src_dir", help="folder with config.json, weights, vocab.txt, or with "
-                                   "bert_config.json, vocab.txt, a TF checkpoint")
+    p.add_argument("src_dir", help="folder with config.json, weights, vocab.txt (XLM-R: "
+                                   "sentencepiece.bpe.model), or with bert_config.json, "
+                                   "vocab.txt, a TF checkpoint")
     p.add_argument("out_dir", help="where encoder/, preprocessor/, beam_embed.json go")
     p.add_argument("--name", help="model name recorded in beam_embed.json and manifests")
     p.add_argument("--checkpoint", metavar="PREFIX",

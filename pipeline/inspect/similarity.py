@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         from beam_embed.models.spec import encoder_spec
 
         for model in args.model or ["minilm"]:
+            # the sentence's own words in context: no prompt, not even a model's default
             spec = encoder_spec(model, normalize=False, granularity="token",
-                                token_layer=args.layer, token_unit="word")
+                                token_layer=args.layer, token_unit="word", prompt="")
             labels, vectors, notes = word_vectors(spec, args.sentence, args.words)
             sims = cosine_matrix(vectors)
             report[spec.name] = {"words": labels, "similarity": sims.round(6).tolist(),

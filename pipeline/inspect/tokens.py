@@ -22,7 +22,7 @@ from beam_embed.pipeline.common.command_line import CommandParser
 from beam_embed.pipeline.common.errors import one_line_errors, refused
 from beam_embed.process.terminal import json_printable, printable
 
-UNKNOWN = "[UNK]"
+UNKNOWN = ("[UNK]", "<unk>")  # WordPiece's, SentencePiece's (XLM-R)
 PROG = "beam-embed tokens"
 
 
@@ -85,12 +85,13 @@ def text_words(text: str) -> list[str]:
 def word_labels(text: str, split: dict[str, list[list[str]]]) -> list[str]:
     """One label per row of the side-by-side table: the word as written in the text when every
     model found the same number of words (a model's preprocessor may drop control characters or
-    join differently); else the first model's pieces joined, `##` removed."""
+    join differently); else the first model's pieces joined, `##` and `▁` removed."""
     words = text_words(text)
     if all(len(w) == len(words) for w in split.values()):
         return words
     longest = max(split.values(), key=len)
-    return ["".join(p[2:] if p.startswith("##") else p for p in word) for word in longest]
+    return ["".join(p[2:] if p.startswith("##") else p.removeprefix("\u2581") for p in word)
+            for word in longest]
 
 
 def compare(text: str, tokenizers: list[Tokenizer]) -> dict:
@@ -98,7 +99,7 @@ def compare(text: str, tokenizers: list[Tokenizer]) -> dict:
     return {"text": text, "labels": word_labels(text, split), "words": split,
             "stats": {label: {"words": len(w), "pieces": sum(map(len, w)),
                               "pieces_per_word": sum(map(len, w)) / max(len(w), 1),
-                              "unknown": sum(p == UNKNOWN for word in w for p in word)}
+                              "unknown": sum(p in UNKNOWN for word in w for p in word)}
                       for label, w in split.items()}}
 
 

@@ -12,6 +12,7 @@ import time
 
 import apache_beam as beam
 
+from beam_embed.pipeline.common.committed_shards import ShardSets
 from beam_embed.pipeline.common.manifest import (
     DUPLICATE_EXAMPLE,
     InputsEntry,
@@ -100,7 +101,8 @@ def manifest_base(run) -> JobManifest:
         model=ModelEntry(name=spec.name, kind=spec.kind, encoder=spec.encoder,
                          preprocessor=spec.preprocessor, fingerprint=spec.fingerprint(),
                          max_seq_length=spec.max_seq_length, long_text=spec.long_text,
-                         precision=spec.precision, truncate_dim=spec.truncate_dim),
+                         precision=spec.precision, truncate_dim=spec.truncate_dim,
+                         prompt=spec.prompt or None, prompt_name=spec.prompt_name),
         poolings=tuple(PoolingEntry(p.spec, p.column, width[p.column], spec.normalize,
                                     *ranges.get(p.column, (None, None))) for p in poolings),
         vector_dtype=s.vector_dtype,
@@ -115,6 +117,7 @@ def manifest_base(run) -> JobManifest:
         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         started_unix=time.time(),
         reused_from=run.previous.reused_from if run.previous is not None else None,
+        resumed=run.resumed.entry() if run.resumed is not None else None,
     )
 
 
@@ -142,15 +145,29 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
                                             s.split, spread, ids=bool(s.id_field),
                                             chunks=chunking(s, run.encoder))
+    records = corpus["records"]
+    if run.resumed is not None and run.resumed.records_kept:  # what committed sets hold
+        from beam_embed.pipeline.job.resume import SkipKept
+
+        records = records | "SkipKept" >> beam.ParDo(SkipKept(run.resumed.keys_path))
     embed = EmbedRecords(run.encoder, s.batch_tokens, s.max_batch_size, s.progress_every,
                          share=expected / max(workers, 1), fingerprint=run.encoder.fingerprint())
     incremental = count_names(s.dedupe, run.previous)
     if incremental:  # --dedupe, --reuse: grouped by text around the encoder
         embed = EmbedDistinct(embed, s.dedupe, run.previous)
-    embedded = corpus["records"] | "EmbedRecords" >> embed
+    embedded = records | "EmbedRecords" >> embed
     schema = output_schema(run)
+    sets = shard_sets(run, schema)
+    commits = None if sets is None else (
+        embedded["batches"] | "WriteShards" >> sets.write(s.output))
+    by_sets = () if sets is None else {f.name for f in sets.formats}
     written = [embedded["batches"] | f"Write{fmt.title()}" >> output_format(fmt).write(
-        s.output, schema, s.num_shards, in_bundles=not spread) for fmt in s.format]
+        s.output, schema, s.num_shards, in_bundles=not spread)
+        for fmt in s.format if fmt not in by_sets]
+    if s.store:  # a BigQuery table: written by the job's own step
+        from beam_embed.pipeline.job.job_stores import write_steps
+
+        write_steps(embedded["batches"], run, schema)
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(s.output, not spread))
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
@@ -168,5 +185,20 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     if s.id_field:  # without it, ids are path:line: unique
         duplicates, extras = count_duplicate_ids(corpus["ids"])
         counts.append(duplicates)
+    if run.resumed is not None and run.resumed.records_kept:  # the kept sets' rows
+        counts.append(p | "CountKept" >> beam.Create(sorted(run.resumed.counts.items())))
     p | "WriteManifest" >> WriteManifest(
-        s.output, manifest_base(run), counts, written, names, extras)
+        s.output, manifest_base(run), counts, written, names, extras, commits, sets)
+
+
+def shard_sets(run, schema):
+    """How the run writes its shards in committed sets (committed_shards.py): the formats that
+    can be, unless --num_shards fixes the shard count (Beam's sink writes them, at the end);
+    None when no format is written so."""
+    s = run.settings
+    formats = tuple(f for f in (output_format(name) for name in s.format)
+                    if f.open_batches is not None)
+    if s.num_shards or not formats:
+        return None
+    kept = run.resumed.commits if run.resumed is not None else ()
+    return ShardSets(formats, schema, int(s.shard_mb * (1 << 20)), kept)

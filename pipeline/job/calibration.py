@@ -139,10 +139,14 @@ def vector_storage(run, calibrate: bool = True, texts: list[str] | None = None,
     no text to calibrate on); not `calibrate` (a dry run, which reads no data): int8 without its
     ranges, which only describes the job. `replaced`: this run's manifest as far as it is known
     before the run (build.manifest_base), when it replaces a run in its output folder: that
-    run's ranges are kept when it stored int8 vectors of the same model and poolings."""
+    run's ranges are kept when it stored int8 vectors of the same model and poolings. A
+    --reuse of an int8 run (checked: the same model and poolings) keeps that run's ranges
+    before any other: the rows copied from it are its codes."""
     dtype = run.settings.vector_dtype
     if dtype != "int8" or not calibrate:
         return tuple(StoredVectors(dtype, width) for _, width in run.widths)
+    if run.previous is not None and run.previous.int8:
+        return reused_ranges(run)
     if replaced is not None and (kept := kept_ranges(run, replaced)) is not None:
         return kept
     began = time.monotonic()
@@ -196,6 +200,18 @@ def kept_ranges(run, base) -> tuple[StoredVectors, ...] | None:
         "calibration needed (another --output calibrates afresh on this input)")
     return tuple(StoredVectors("int8", width, tuple(entries[c].scale), tuple(entries[c].offset))
                  for c, width in run.widths)
+
+
+def reused_ranges(run) -> tuple[StoredVectors, ...]:
+    """The ranges of the int8 run --reuse copies from (its model and poolings are this run's,
+    checked by reuse.previous_run), in this run's widths' order: its rows keep their codes,
+    and new texts are coded on the same scale, without a calibration sample."""
+    previous = run.previous
+    by_column = dict(zip((c for c, _ in previous.columns), previous.stored))
+    log(f"--vector_dtype int8: keeping the calibration of {previous.folder} (same model and "
+        "poolings): its rows keep their int8 codes and new texts are coded on its ranges; no "
+        "calibration needed")
+    return tuple(by_column[c] for c, _ in run.widths)
 
 
 def held_out_fidelity(vectors: np.ndarray) -> tuple[float, float]:

@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
 
     try:
         options = beam_options(job)
+        from beam_embed.pipeline.job.job_stores import check_launch
+
+        check_launch(job.settings, options)  # a BigQuery --store's temp_location
         from beam_embed.pipeline.job.dataflow.dry_run_options import dry_run_requested
 
         if dry_run_requested(options):  # build and describe the job; run and contact nothing
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         if settings.reuse:  # what its manifest alone refuses, before the model or int8's sample
             from beam_embed.pipeline.job.reuse import check_reusable
 
-            check_reusable(settings.reuse)
+            check_reusable(settings.reuse, settings.vector_dtype)
         run = resolve(settings, options, spec)  # the model's spec
         check_accelerator(run.encoder, options)  # a local run's TPU or GPU, before the model
         run.encoder.warm_up()  # loads and runs the encoder once while the launcher goes on
@@ -114,10 +117,23 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
 
     settings = run.settings
     given = settings if given is None else given
+    attempt = None
+    if settings.resume:  # the killed run to continue: its staging folder, its run id
+        from beam_embed.pipeline.job.resume import claimed_by, find_attempt
+
+        attempt = find_attempt(run.output, claimed_by(run.output, options))
+        if attempt is None:
+            log(f"--resume: no killed run in {run.output} to continue; starting afresh")
     try:  # checked again under the claim: a run may have finished there since
-        with staged_run(run.output, JOB, settings.overwrite, [PROG, *argv],
-                        options=options) as staged:
+        with staged_run(run.output, JOB, settings.overwrite, [PROG, *argv], options=options,
+                        run_id=attempt and attempt.run_id, resume=settings.resume) as staged:
             try:
+                from beam_embed.pipeline.job import resume
+
+                if attempt is not None:  # the same run, before anything is read
+                    resume.check_same_run(attempt, run)
+                elif not settings.overwrite:
+                    resume.refuse_killed_work(run.output)
                 from beam_embed.pipeline.job.build import probe_widths
 
                 run = dataclasses.replace(run, widths=probe_widths(
@@ -135,13 +151,20 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
                     from beam_embed.pipeline.job.reuse import previous_run
 
                     run = dataclasses.replace(run, previous=previous_run(settings.reuse, base))
-                run = dataclasses.replace(run, stored=vector_storage(  # int8: calibrated, or kept
-                    run, replaced=base if int8_rerun else None))
-            except ValueError as e:
-                return _bad_config(e)
-            staging = staged.stage()
+                run = dataclasses.replace(run, stored=resume.kept_storage(attempt, run)
+                                          if attempt is not None else vector_storage(
+                                              run, replaced=base if int8_rerun else None))
+            except ValueError as e:  # int8: calibrated, kept from the run it replaces, or
+                return _bad_config(e)  # from the killed attempt it continues
+            staging = staged.stage(resumed=attempt is not None)
+            if attempt is not None:
+                run = dataclasses.replace(run, resumed=resume.prepare(attempt))
+                resume.say_resuming(run.resumed, run.output)
+            else:
+                resume.write_record(staging, resume.attempt_record(run, settings.overwrite))
             log(f"embedding {len(run.files)} file(s) with {run.encoder.name} "
-                f"(poolings {', '.join(run.encoder.poolings)}) into {run.output}"
+                f"(poolings {', '.join(run.encoder.poolings)}{_prompt_note(run.encoder)}) into "
+                f"{run.output}"
                 f"{fields_note(given, run.settings)}")
             execute(options, run.writing_to(staging))
             if run.previous is not None:  # the rows copied were the run --reuse checked
@@ -150,10 +173,21 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
         return _bad_config(e)
     if staged.replaced:
         log(f"replaced the previous run in {run.output} ({len(staged.replaced)} files)")
+    if run.resumed is not None:
+        from beam_embed.pipeline.job.resume import say_resumed
+
+        say_resumed(run.resumed, run.output)
     from beam_embed.pipeline.job.summary import summarize
 
     code = summarize(run.output, settings.allow_incomplete_input)
     return load_stores(run, code)
+
+
+def _prompt_note(spec) -> str:
+    """The prompt the run prepends to each text, for its first line ("" when none)."""
+    from beam_embed.models.prompts import Chosen, describe
+
+    return f"; {describe(Chosen(spec.prompt, spec.prompt_name))}" if spec.prompt else ""
 
 
 def check_stores(run) -> None:
@@ -161,32 +195,36 @@ def check_stores(run) -> None:
     pooling's), or a ValueError naming the first that is not."""
     if not run.settings.store:
         return
-    from beam_embed.pipeline.common.stores import parse_store_uri
+    from beam_embed.pipeline.common.stores.bigquery_store import table_schema
     from beam_embed.pipeline.common.stores.load import open_stores
+    from beam_embed.pipeline.job.build import output_schema
+    from beam_embed.pipeline.job.job_stores import targets
 
-    s = run.settings
-    for store in open_stores([parse_store_uri(u, s.store_table) for u in s.store],
-                             run.widths[0][1]):
+    if targets(run.settings):  # its columns, each a name BigQuery takes
+        schema = output_schema(run)
+        table_schema(schema.include_text, [c for _, c in schema.metadata()])
+    for store in open_stores(targets(run.settings, 1), run.widths[0][1]):
         store.close()
 
 
 def load_stores(run, code: int) -> int:
     """The published run upserted into each --store; a store that fails leaves the run as it
     is and says how to load it again (exit 1)."""
+    from beam_embed.pipeline.job.job_stores import targets
+
     s = run.settings
-    if not s.store or code not in (exits.OK, exits.INCOMPLETE_INPUT):
+    after = targets(s, 1)  # a BigQuery table was written by the job itself
+    if not after or code not in (exits.OK, exits.INCOMPLETE_INPUT):
         return code
-    from beam_embed.pipeline.common.stores import parse_store_uri
     from beam_embed.pipeline.common.stores.load import load, open_stores
     from beam_embed.pipeline.common.stores.rows import run_rows
 
-    again = (f"beam-embed store {run.output} {' '.join(s.store)}"
+    again = (f"beam-embed store {run.output} {' '.join(t.uri for t in after)}"
              + (f" --store_table {s.store_table}" if s.store_table != "embeddings" else "")
              + (" --store_sync" if s.store_sync else ""))
     try:
         rows = run_rows(run.output, None)
-        load(rows, open_stores([parse_store_uri(u, s.store_table) for u in s.store], rows.width),
-             sync=s.store_sync)
+        load(rows, open_stores(after, rows.width), sync=s.store_sync)
     except Exception as e:  # the run is published either way: say how to load it again
         log(f"the run is published in {run.output}, but loading it into the store failed: "
             f"{printable(str(e).splitlines()[0] if str(e) else type(e).__name__)}; load it "

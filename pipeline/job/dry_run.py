@@ -24,7 +24,12 @@ import os
 from apache_beam.options.pipeline_options import DirectOptions, SetupOptions
 
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.job.build import build_pipeline, probe_widths, unprobed_widths
+from beam_embed.pipeline.job.build import (
+    build_pipeline,
+    output_schema,
+    probe_widths,
+    unprobed_widths,
+)
 from beam_embed.pipeline.job.calibration import vector_storage
 from beam_embed.pipeline.job.dataflow import shipping
 from beam_embed.pipeline.job.dataflow.checks import launch_warnings
@@ -32,6 +37,7 @@ from beam_embed.pipeline.job.dataflow.describe import describe
 from beam_embed.pipeline.job.dataflow.dry_run_options import DryRunOptions
 from beam_embed.pipeline.job.dataflow.offline import build_job, is_dataflow, require
 from beam_embed.pipeline.job.input_fields import with_input_fields
+from beam_embed.pipeline.job.job_stores import described
 from beam_embed.pipeline.job.resolved import resolve
 from beam_embed.pipeline.job.reuse import unread_previous
 from beam_embed.pipeline.job.settings import RunSettings
@@ -136,8 +142,10 @@ def dry_run(settings: RunSettings, options) -> int:
                                         spec.accelerator) if dataflow else [])
     if dataflow and options.view_as(SetupOptions).setup_file:
         checks["worker_imports"] = shipping.check(proto, staged, _launcher_package_dirs())
+    stores = {"stores": described(run, output_schema(run))} if settings.store else {}
     description = describe(options, proto, job, staged, model=model_section(run, widths, loaded),
-                           inputs=inputs, output=run.output, checks=checks, warnings=warnings)
+                           inputs=inputs, output=run.output, **stores, checks=checks,
+                           warnings=warnings, shards=shards_section(settings))
     text = json.dumps(description, indent=2, default=str)
     if job_file:
         os.makedirs(os.path.dirname(os.path.abspath(job_file)), exist_ok=True)
@@ -152,3 +160,19 @@ def dry_run(settings: RunSettings, options) -> int:
         + (f", image {w['container_image']}, accelerator {w['accelerator']}" if dataflow else "")
         + f"; nothing was submitted -> {job_file or 'stdout'}")
     return 0
+
+
+def shards_section(settings) -> dict:
+    """How the job writes its shards, and how a failed or killed job is continued."""
+    if settings.num_shards:
+        return {"written": f"{settings.num_shards} per format, by Beam's file sink at the end "
+                           "(nothing is committed before: --resume keeps nothing of a failed "
+                           "job)"}
+    return {"bound_mb": settings.shard_mb,
+            "written": "rolled at the bound and committed as each closes, in the output's "
+                       "staging folder",
+            "resume": ("continuing the killed or failed job in --output: its committed shards "
+                       "are checked and kept when the job runs" if settings.resume else
+                       "if the job fails or is cancelled, submit the same command again with "
+                       "--resume (a new job over the same --output): only the records no "
+                       "committed shard holds are embedded")}

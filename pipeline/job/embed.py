@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
 import time
 import uuid
@@ -34,9 +35,10 @@ from beam_embed.process.log import library_quiet_wanted, log
 from beam_embed.process.private_apis.beam import bundle_output
 
 
-def estimated_tokens(record: Record) -> int:
-    """Cheap length estimate for sorting/budgeting: WordPiece runs ~1.3 pieces per word."""
-    return 2 + (len(record.text) + 3) // 4
+def estimated_tokens(record: Record, prompt_chars: int = 0) -> int:
+    """Cheap length estimate for sorting/budgeting: WordPiece runs ~1.3 pieces per word;
+    `prompt_chars`: the prompt the encoder prepends to every text."""
+    return 2 + (len(record.text) + prompt_chars + 3) // 4
 
 
 class _Progress:
@@ -263,7 +265,9 @@ class EmbedRecords(beam.PTransform):
         results = (records
                    | "SortAndBatch" >> SortAndBatchWindows(
                        min_batch_size=1, max_batch_size=self._max_batch_size,
-                       max_batch_weight=self._batch_tokens, element_size_fn=estimated_tokens)
+                       max_batch_weight=self._batch_tokens,
+                       element_size_fn=functools.partial(estimated_tokens,
+                                                         prompt_chars=len(self._spec.prompt)))
                    | "TagBundles" >> beam.ParDo(_TagBundles())
                    | "RunInference" >> RunInference(
                        EncoderHandler(self._spec, self._progress, self._share,

@@ -144,7 +144,7 @@ class EmbedDistinct(beam.PTransform):
         if previous is None:
             grouped = keyed | "AsGroups" >> beam.MapTuple(lambda k, text: (k, {NEW: [text]}))
         else:
-            read = ReadPreviousRows(previous.columns, previous.format)
+            read = ReadPreviousRows(previous.columns, previous.format, previous.stored)
             rows = (records.pipeline
                     | "ListPrevious" >> beam.Create(previous.shards)
                     | "SpreadPrevious" >> beam.Reshuffle()

@@ -28,6 +28,7 @@ class ResolvedRun:
     widths: tuple[tuple[str, int], ...] = ()  # (column, width) per pooling, from the model
     stored: tuple = ()  # how each pooling is stored (calibration.py); (): float32
     previous: object = None  # --reuse's previous run, once checked (reuse.py)
+    resumed: object = None  # --resume: what the killed attempts committed (resume.py)
 
     @property
     def output(self) -> str:

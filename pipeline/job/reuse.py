@@ -14,10 +14,13 @@ lists: rows, size, SHA-256; beam_embed.pipeline.common.shards), and again once t
 them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one, publishing
 nothing, so no copied row is attributed to a manifest it does not come from.
 
-Only a run that stored float32 vectors is copied from: its values are the encoder's output bit for
-bit. float16, int8 and binary values are not (and int8 codes are calibrated per run), so copying
-them would put rounded vectors beside exact ones. The new run may store any --vector_dtype: copied
-rows go through the same writer as encoded ones and are converted alike.
+A run that stored float32 vectors is copied from into a run of any --vector_dtype: its values are
+the encoder's output bit for bit, and copied rows go through the same writer as encoded ones and
+are converted alike. An int8 run is copied from into an int8 run only: the new run keeps its
+ranges (calibration.vector_storage), so its rows are read back as values those ranges encode to
+the codes stored (StoredVectors.recodable) and the new texts are coded on the same scale. Into
+any other dtype its codes would be an int8 approximation stored as if exact, and float16 and
+binary values are rounded too: those are refused.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from beam_embed.pipeline.common.shards import (
     check_unchanged,
     unverified,
 )
+from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
@@ -63,6 +67,13 @@ class PreviousRun:
     columns: tuple[tuple[str, int], ...]  # (vector column, width), in the run's order
     reused_from: ReuseEntry
     checked: CheckedShards | None = None  # for check_read once its rows are read (None: a dry run)
+    # an int8 run's storage of each column (in `columns`' order): the ranges its rows are read
+    # back with and the new run keeps; () for a float32 run
+    stored: tuple[StoredVectors, ...] = ()
+
+    @property
+    def int8(self) -> bool:
+        return bool(self.stored) and self.stored[0].dtype == "int8"
 
     def check_read(self) -> None:
         """After the job read its rows: they were this run's, as checked (not those of a run
@@ -110,32 +121,47 @@ def _poolings(manifest: JobManifest) -> str:
                      for p in manifest.poolings) or "none"
 
 
-def _unusable(folder: str, previous: JobManifest, granularity: str) -> None:
-    """The refusals a run's manifest alone decides (no model needed)."""
+def _unusable(folder: str, previous: JobManifest, granularity: str, vector_dtype: str) -> None:
+    """The refusals a run's manifest alone decides (no model needed); `vector_dtype`: the new
+    run's."""
     if previous.granularity != "sentence" or granularity != "sentence":
         raise _refused(folder, "reuse copies sentence vectors; token granularity has none "
                                "(the previous run's granularity is "
                                f"{previous.granularity!r})")
-    if previous.vector_dtype != "float32":
+    if previous.vector_dtype == "int8" and vector_dtype != "int8":
+        raise _refused(folder, "it stored its vectors as int8 codes, which copied into a "
+                               f"--vector_dtype {vector_dtype} run would be an int8 "
+                               "approximation beside exact vectors; expected --vector_dtype "
+                               "int8 (its codes are copied and its ranges kept), or drop --reuse "
+                               f"to embed every record as {vector_dtype}")
+    if previous.vector_dtype not in ("float32", "int8"):
         raise _refused(folder, f"it stored its vectors as {previous.vector_dtype} "
                                "(--vector_dtype), not the encoder's float32 values, and rounded "
                                "vectors must not mix with exact ones; reuse copies from a float32 "
+                               "run (into any --vector_dtype) or from an int8 run into an int8 "
                                "run")
+    unranged = [p.column for p in previous.poolings if previous.vector_dtype == "int8" and (
+        not p.scale or not p.offset or len(p.scale) != p.width or len(p.offset) != p.width)]
+    if unranged:
+        raise _refused(folder, f"its manifest gives no int8 ranges (scale and offset of its "
+                               f"width) for {', '.join(unranged)}, so its codes cannot be read "
+                               "back")
     if not previous.text_column:
         raise _refused(folder, "it was written with --no-include_text, so its rows hold no "
                                "text to match against this run's texts")
 
 
-def check_reusable(folder: str) -> None:
-    """What the previous run's manifest alone refuses (no manifest, a float16/int8/binary run,
-    no texts, token vectors), checked before the model loads or int8 calibrates: a refusal
-    costs no work. previous_run checks the rest once the model is known."""
+def check_reusable(folder: str, vector_dtype: str = "float32") -> None:
+    """What the previous run's manifest alone refuses (no manifest, a float16 or binary run, an
+    int8 run into another dtype than int8 (`vector_dtype`, the new run's), no texts, token
+    vectors), checked before the model loads or int8 calibrates: a refusal costs no work.
+    previous_run checks the rest once the model is known."""
     folder = folder.rstrip("/")
     try:
         previous = JobManifest.read(folder)
     except ValueError as e:
         raise _refused(folder, str(e)) from e
-    _unusable(folder, previous, "sentence")
+    _unusable(folder, previous, "sentence", vector_dtype)
 
 
 def previous_run(folder: str, base: JobManifest) -> PreviousRun:
@@ -147,13 +173,13 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     except (ValueError, IncompleteInput) as e:  # refused as its damaged shards are
         raise _refused(folder, str(e)) from e
     if previous.granularity != "sentence" or base.granularity != "sentence":
-        _unusable(folder, previous, base.granularity)
+        _unusable(folder, previous, base.granularity, base.vector_dtype)
     earlier = _earlier_fingerprint(previous, base)
     diffs = _differences(previous, base, earlier)
     if diffs:
         raise _refused(folder, "it was embedded with other settings, and copied vectors must not "
                                "mix with new ones: " + "; ".join(diffs))
-    _unusable(folder, previous, base.granularity)
+    _unusable(folder, previous, base.granularity, base.vector_dtype)
     try:
         es = EmbeddingSet(folder, previous, manifest_sha256)
     except ValueError as e:  # a shard name that leads out of the folder
@@ -182,7 +208,8 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
                                fingerprint=previous.model.fingerprint,
                                manifest_sha256=manifest_sha256[:16],  # of what was read
                                rows=previous.counts.embedded),
-        checked=checked)
+        checked=checked,
+        stored=tuple(p.stored() for p in es.poolings) if previous.vector_dtype == "int8" else ())
 
 
 def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> PreviousRun:
@@ -193,12 +220,16 @@ def unread_previous(folder: str, columns: tuple[tuple[str, int], ...]) -> Previo
 
 class ReadPreviousRows(beam.DoFn):
     """A previous run's shard -> (text key, (vectors per column, num_tokens, truncated)), the
-    vectors as stored (float32, bit for bit), read by its format's reader."""
+    vectors as stored (float32, bit for bit; an int8 run's, `stored`, as values its ranges
+    encode to the stored codes), read by its format's reader."""
 
-    def __init__(self, columns: tuple[tuple[str, int], ...], fmt: str):
-        self._columns = columns
+    def __init__(self, columns: tuple[tuple[str, int], ...], fmt: str,
+                 stored: tuple[StoredVectors, ...] = ()):
+        self._columns, self._stored = columns, stored
         self._read = output_formats.output_format(fmt).read_previous  # looked up on the launcher
 
     def process(self, path: str):
-        for text, vectors, tokens, truncated in self._read(path, self._columns):
+        rows = (self._read(path, self._columns, self._stored) if self._stored
+                else self._read(path, self._columns))
+        for text, vectors, tokens, truncated in rows:
             yield text_key(text), (vectors, tokens, truncated)

@@ -29,6 +29,7 @@ from beam_embed.pipeline.job import formats as readers
 
 SPLIT_MODES = ("none", "sentences", "chunks")
 MIN_CHUNK_TOKENS = 8  # fewer leaves a window too little text to mean anything
+DEFAULT_SHARD_MB = 128  # most engines split Parquet well at 100-250 MB
 
 
 def input_formats() -> tuple[str, ...]:
@@ -45,6 +46,12 @@ def _shards(name: str, value: int) -> None:
     if value < 0:
         raise ValueError(f"{flag(name)} must be 0 (the runner decides) or a positive number of "
                          f"shards, got {value}")
+
+
+def _shard_mb(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{flag(name)} must be a number of megabytes, at least 1 (default "
+                         f"{DEFAULT_SHARD_MB}), got {value}")
 
 
 def _seconds(name: str, value: float) -> None:
@@ -121,6 +128,14 @@ class RunSettings(Settings):
         None, check=positive,
         help="keep each vector's first K dimensions (Matryoshka models), normalized again when "
              "the run normalizes; at most the model's width")
+    prompt_name: str | None = setting(
+        None, metavar="NAME",
+        help="prepend the model's prompt of this name (its config_sentence_transformers.json "
+             "prompts, e.g. query) to each text; default: the model's default prompt, if any")
+    prompt: str | None = setting(
+        None, metavar="TEXT",
+        help="prepend this text to each text instead (e.g. 'query: '); '' for no prompt, not "
+             "even the model's default")
     long_text: str = setting(
         "truncate", choices=LONG_TEXT_MODES,
         help="truncate (flagged) or average overlapping windows")
@@ -141,7 +156,12 @@ class RunSettings(Settings):
     format: tuple[str, ...] = setting(
         output_formats.written_by_default(), choices=output_formats.names,  # asked when checked
         help="the formats written")
-    num_shards: int = setting(0, check=_shards, help="shards per format (0: the runner decides)")
+    num_shards: int = setting(
+        0, check=_shards, help="a fixed number of shards per format, written at the end (0: "
+                               "shards of at most --shard_mb, each committed as it closes)")
+    shard_mb: int = setting(
+        DEFAULT_SHARD_MB, check=_shard_mb,
+        help="the most megabytes (MiB) a shard holds before the job starts the next one")
     include_text: bool = setting(True, help="write the text beside its vectors")
     dedupe: bool = setting(
         False, help="encode each distinct text once; every record still gets its row")
@@ -153,13 +173,17 @@ class RunSettings(Settings):
         (), repeat=True, metavar="URI",
         help="after the run publishes, upsert its rows into this vector store (repeatable): "
              "lancedb:///PATH, qdrant:///PATH or qdrant://HOST:PORT, milvus:///FILE.db or "
-             "milvus://HOST:PORT, postgresql://... (pgvector); reached before any data is read")
+             "milvus://HOST:PORT, postgresql://... (pgvector); reached before any data is read; "
+             "or bigquery://PROJECT.DATASET.TABLE, written by the job itself (Dataflow)")
     store_table: str = setting("embeddings", help="the --store collection or table")
     store_sync: bool = setting(
         False, help="--store also removes the ids the store holds that this run does not")
     overwrite: bool = setting(
         False, help="replace an existing output (swapped in when the new run is complete); "
                     "also takes over the claim a killed run left")
+    resume: bool = setting(
+        False, help="continue a run of the same settings and input that was killed in this "
+                    "--output: keep the shards it committed, embed only the rest")
     allow_incomplete_input: bool = setting(
         False, help="exit 0 even when an input file is cut short or corrupt (its rest is a dead "
                     "letter either way)")
@@ -168,11 +192,24 @@ class RunSettings(Settings):
 
     def check_together(self) -> None:
         self._check_chunks()
+        if self.prompt is not None and self.prompt_name is not None:
+            raise ValueError("--prompt and --prompt_name were both given; expected one of them "
+                             "(--prompt '' embeds the texts as they are)")
         if self.store:
             from beam_embed.pipeline.common.stores import parse_store_uri
 
             for uri in self.store:
-                parse_store_uri(uri, self.store_table)
+                if parse_store_uri(uri, self.store_table).scheme == "bigquery" \
+                        and self.granularity == "token":
+                    raise ValueError(f"--store {uri}: a BigQuery table holds one vector a "
+                                     "row; expected --granularity sentence")
+                if parse_store_uri(uri, self.store_table).scheme == "bigquery" \
+                        and self.resume:  # its load replaces the table with this job's rows
+                    raise ValueError(f"--store {uri} with --resume: the job's BigQuery load "
+                                     "holds only the rows this attempt embeds, not those kept "
+                                     "from the killed run; expected --resume without a "
+                                     "bigquery:// --store (then load the table from the "
+                                     "published run's Parquet shards)")
         if self.vector_dtype != "float32" and self.granularity == "token":
             raise ValueError(f"--vector_dtype {self.vector_dtype} applies to sentence vectors; "
                              "token vectors take --token_dtype (float32 or float16)")
@@ -215,4 +252,4 @@ class RunSettings(Settings):
             token_dtype=self.token_dtype, precision=self.precision,
             options=(("signature", self.elmo_signature),), threads=threads,
             accelerator=self.accelerator, batch=(self.batch_tokens, self.max_batch_size),
-            truncate_dim=self.truncate_dim)
+            truncate_dim=self.truncate_dim, prompt_name=self.prompt_name, prompt=self.prompt)

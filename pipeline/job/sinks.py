@@ -16,7 +16,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.bundle_write import number_shards, write_shards
+from beam_embed.pipeline.common.bundle_write import number_shards, shard_names, write_shards
 from beam_embed.pipeline.common.literal_paths import ExactFinalize
 from beam_embed.pipeline.common.manifest import (
     ERRORS_PREFIX,
@@ -61,25 +61,35 @@ def count(pcoll, label: str, sizes):
 
 
 class _WriteManifest(beam.DoFn):
-    def __init__(self, output: str, base: JobManifest, names: tuple, formats: tuple):
+    def __init__(self, output: str, base: JobManifest, names: tuple, formats: tuple,
+                 shard_sets=None):
         self._output, self._base, self._names = output, base, names
         self._formats = formats  # OutputFormat entries, looked up on the launcher
+        self._sets = shard_sets  # ShardSets: the formats written in committed sets, or None
 
-    def process(self, _, counts, files, extras=()):
+    def process(self, _, counts, files, commits=(), extras=()):
         import time
 
         totals = dict.fromkeys(self._names, 0)
         for k, v in sorted(counts):
             totals[k] = totals.get(k, 0) + int(v)
-        written = number_shards([f for f in files if not f.endswith(SIDECAR)], SHARD_TEMPLATE)
+        files = [f for f in files if not f.endswith(SIDECAR)]
+        known = self._sets.files(self._output, commits) if self._sets else {}
+        names = shard_names([*files, *known], SHARD_TEMPLATE)
+        written = number_shards([*files, *known], SHARD_TEMPLATE)
         listed = listed_files(written, self._formats)
-        # each shard's rows, read back, and its size and hash, taken as it was written: readers
-        # check them (beam_embed.pipeline.common.shards)
-        rows = {name: fmt.count_rows(FileSystems.join(self._output, name))
-                for fmt in self._formats for name in listed["files"].get(fmt.name, ())}
-        paths = {name: FileSystems.join(self._output, name) for name in rows}
-        taken = take_digests(list(paths.values()))
-        digests = {name: taken[path] for name, path in paths.items() if path in taken}
+        # each shard's rows and its size and hash, taken as it was written (a committed set's
+        # from its commit; another format's rows read back): readers check them
+        # (beam_embed.pipeline.common.shards)
+        committed = {names[p]: entry for p, entry in known.items()}
+        paths = {name: FileSystems.join(self._output, name)
+                 for fmt in self._formats for name in listed["files"].get(fmt.name, ())}
+        rows = {name: committed[path][0] if path in committed else fmt.count_rows(path)
+                for fmt in self._formats for name in listed["files"].get(fmt.name, ())
+                for path in [paths[name]]}
+        taken = take_digests([p for p in paths.values() if p not in committed])
+        digests = {name: committed[path][1] if path in committed else taken[path]
+                   for name, path in paths.items() if path in committed or path in taken}
         manifest = dataclasses.replace(
             self._base, **dict(extras), counts=Counts.from_json(totals), **listed,
             rows=ShardRows.of(rows), digests=Digests.from_json(digests),
@@ -102,10 +112,11 @@ class WriteManifest(beam.PTransform):
     nothing large (peak RSS +4.5% from 20,000 to 200,000 sentences)."""
 
     def __init__(self, output: str, base: JobManifest, counts: list, written: list,
-                 names: tuple, extras=None):
+                 names: tuple, extras=None, commits=None, shard_sets=None):
         super().__init__()
         self._output, self._base, self._names = output, base, names
         self._counts, self._written, self._extras = counts, written, extras
+        self._commits, self._sets = commits, shard_sets
         # in registry order, as the manifest lists them
         self._formats = tuple(output_formats.OUTPUT_FORMATS[f] for f in output_formats.names()
                               if f in base.formats)
@@ -116,10 +127,12 @@ class WriteManifest(beam.PTransform):
                   | "SumCounts" >> beam.CombinePerKey(sum))
         files = tuple(written) | "MergeFiles" >> beam.Flatten()
         extras = {} if self._extras is None else {"extras": beam.pvalue.AsList(self._extras)}
+        if self._commits is not None:
+            extras["commits"] = beam.pvalue.AsList(self._commits)
         return (p
                 | "Start" >> beam.Create([None])
                 | "Write" >> beam.ParDo(_WriteManifest(self._output, self._base, self._names,
-                                                       self._formats),
+                                                       self._formats, self._sets),
                                         counts=beam.pvalue.AsList(totals),
                                         files=beam.pvalue.AsList(files), **extras))
 

@@ -96,15 +96,36 @@ def _presets_named(name: str | None) -> str:
 
 
 def build_embedder(corpus: Corpus, model: str | None):
-    """The run's own encoder settings, for embedding queries."""
+    """The run's own encoder settings, for embedding queries; with the model's query prompt
+    when it has one (as sentence-transformers' encode_query), said in one line."""
     from beam_embed.models.spec import encoder_spec
 
     kind, encoder, preprocessor = query_handles(corpus, model)
     p, m = corpus.pooling, corpus.model
-    return encoder_spec(encoder=encoder, preprocessor=preprocessor, kind=kind,
+    prompt, said = query_prompt(m.name, encoder)
+    spec = encoder_spec(encoder=encoder, preprocessor=preprocessor, kind=kind,
                         max_seq_length=m.max_seq_length, poolings=(p.name,),
                         normalize=p.normalize, long_text=m.long_text or "truncate",
-                        name=m.name, truncate_dim=m.truncate_dim).build()
+                        name=m.name, truncate_dim=m.truncate_dim, **prompt)
+    log(said)
+    return spec.build()
+
+
+def query_prompt(name: str | None, encoder: str) -> tuple[dict, str]:
+    """The prompt keywords for embedding queries with the model at `encoder`, and the line
+    saying which: its prompt named "query" when it has a non-empty one, else none (not its
+    default prompt, which sentence-transformers' encode_query does not apply either)."""
+    from beam_embed.models.prompts import QUERY, recorded_prompts
+
+    prompts = recorded_prompts(encoder)
+    text = prompts.named(QUERY)
+    if text and prompts.include_prompt:
+        return {"prompt_name": QUERY}, f"queries embedded with the model's prompt {QUERY!r} " \
+                                       f"({text!r})"
+    why = (f"its prompt {QUERY!r} would be left out of its Pooling's mean (include_prompt "
+           "false), which is not reproduced" if text else
+           f"{name} has no prompt named {QUERY!r}")
+    return {"prompt": ""}, f"queries embedded without a prompt ({why})"
 
 
 def blocks(corpus: Corpus, use_index: bool, block_rows: int):

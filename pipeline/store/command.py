@@ -3,7 +3,8 @@
     beam-embed store RUN_DIR URI [URI ...] [--store_table embeddings] [--pooling mean] [--store_sync]
 
 URIs: qdrant:///PATH (local mode) or qdrant://HOST:PORT; milvus:///FILE.db (Milvus Lite) or
-milvus://HOST:PORT; postgresql://... (pgvector); lancedb:///PATH or lancedb+gs://BUCKET/PATH.
+milvus://HOST:PORT; postgresql://... (pgvector); lancedb:///PATH or lancedb+gs://BUCKET/PATH
+(a BigQuery table is written by `beam-embed run --store bigquery://...` itself).
 Each row is keyed by its id (the vector of the chosen pooling; text, source and the metadata
 columns as payload or columns), so loading twice leaves one point per id; --store_sync also
 removes the ids the run no longer has. Every store is reached, and its table made with the run's
@@ -36,13 +37,19 @@ def parser() -> CommandParser:
 
 @one_line_errors(PROG)
 def main(argv: list[str] | None = None) -> int:
-    from beam_embed.pipeline.common.stores import parse_store_uri
+    from beam_embed.pipeline.common.stores import IN_JOB, STORES, parse_store_uri
 
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
         if args.batch_rows < 1:
             raise ValueError(f"--batch_rows must be a positive integer, got {args.batch_rows}")
         targets = [parse_store_uri(uri, args.store_table) for uri in args.stores]
+        for target in targets:
+            if target.scheme in IN_JOB:
+                here = ", ".join(s + "://" for s in STORES if s not in IN_JOB)
+                raise ValueError(f"{target.shown()}: a BigQuery table is written by the job "
+                                 "itself, as a step of its pipeline (beam-embed run ... --store "
+                                 f"{target.shown()}); this command loads {here}")
         from beam_embed.pipeline.common.stores.load import open_stores
         from beam_embed.pipeline.common.stores.rows import run_rows
 

@@ -136,7 +136,7 @@ def test_the_documented_keywords_are_in_the_signatures():
 
     model = {"model", "pooling", "normalize", "max_seq_length", "long_text", "precision",
              "accelerator", "encoder", "preprocessor", "elmo_signature", "clean",
-             "max_text_bytes"}
+             "max_text_bytes", "prompt_name", "prompt"}
     expected = {
         "EmbedTexts": model | {"batch_tokens", "max_batch_size", "split", "text_field",
                                "id_field", "progress_every"},

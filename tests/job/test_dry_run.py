@@ -83,11 +83,13 @@ def gpu_config():
 
 def test_every_step_of_the_job_is_described(gpu_job):
     names = {s["name"] for s in gpu_job["steps"]}
-    for step in ("ReadCorpus", "EmbedRecords", "EmbedRecords/RunInference", "WriteParquet",
+    for step in ("ReadCorpus", "EmbedRecords", "EmbedRecords/RunInference", "WriteShards",
                  "WriteDeadLetters", "WriteManifest", "WriteManifest/Write"):
         assert step in names
     assert gpu_job["submitted"] is False and gpu_job["runner"] == "DataflowRunner"
     assert all(s["urn"] for s in gpu_job["steps"])
+    # bounded shards, committed as they close; a failed job is continued with --resume
+    assert gpu_job["shards"]["bound_mb"] == 128 and "--resume" in gpu_job["shards"]["resume"]
 
 
 def test_worker_environment_has_the_gpu_and_the_image(gpu_job, gpu_config):
@@ -299,7 +301,7 @@ def test_without_a_job_file_the_description_goes_to_stdout(tiny_export, tmp_path
     out = capsys.readouterr()
     job = json.loads(out.out)
     assert job["runner"] == "DirectRunner" and job["model"]["widths"]
-    assert "WriteParquet" in {s["name"] for s in job["steps"]}
+    assert "WriteShards" in {s["name"] for s in job["steps"]}
     assert "nothing was submitted -> stdout" in out.err
     assert not (tmp_path / "out").exists() and not (tmp_path / "output").exists()
 

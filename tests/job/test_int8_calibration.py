@@ -214,8 +214,10 @@ def test_an_int8_rerun_keeps_the_ranges_of_the_run_it_replaces(tiny_export, tmp_
 
 
 @pytest.mark.pipeline
-def test_reuse_from_an_int8_run_is_refused_before_any_work(tiny_export, tmp_path, capsys,
-                                                           embedded):
+def test_reuse_from_an_int8_run_into_float16_is_refused_before_any_work(tiny_export, tmp_path,
+                                                                        capsys, embedded):
+    """An int8 run is copied into int8 runs only (tests/job/test_reuse_int8.py); into another
+    dtype it is refused from its manifest, before the model loads or anything calibrates."""
     from beam_embed.pipeline.job.command import main
 
     corpus = write_lines(str(tmp_path / "c.txt"), _distinct(50))
@@ -223,10 +225,11 @@ def test_reuse_from_an_int8_run_is_refused_before_any_work(tiny_export, tmp_path
     run_job(previous, "--input", corpus, "--model", tiny_export, "--vector_dtype", "int8")
     embedded.clear()
     capsys.readouterr()
-    code = main(["--input", corpus, "--model", tiny_export, "--vector_dtype", "int8",
+    code = main(["--input", corpus, "--model", tiny_export, "--vector_dtype", "float16",
                  "--reuse", previous, "--output", str(tmp_path / "new")])
     err = capsys.readouterr().err
-    assert code == 2 and embedded == []  # no calibration sample, no record
-    assert f"--reuse {previous!r}: it stored its vectors as int8" in err
+    assert code == 2 and embedded == []  # no calibration sample, no record, no model
+    assert f"--reuse {previous!r}: it stored its vectors as int8 codes" in err
+    assert "expected --vector_dtype int8" in err
     assert "calibrating" not in err and len(err.strip().splitlines()) == 1
     assert not os.path.exists(tmp_path / "new")

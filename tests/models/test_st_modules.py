@@ -63,14 +63,17 @@ def st_folder(root: str, pooling: str, dense: list[tuple[int, int, str]] = (),
     return weights, layers
 
 
-def reference(weights: dict, layers: list, pooling: str, normalize: bool) -> np.ndarray:
-    """What sentence-transformers computes for TEXTS, by hand in float64."""
+def reference(weights: dict, layers: list, pooling: str, normalize: bool,
+              texts: list[str] = TEXTS, unpooled: int = 0) -> np.ndarray:
+    """What sentence-transformers computes for `texts`, by hand in float64; `unpooled`: the
+    first positions its Pooling leaves out (include_prompt false: [CLS] and the prompt)."""
     index = {w: i for i, w in enumerate(TINY_VOCAB)}
-    rows = [[2] + [index[w] for w in t.split()] + [3] for t in TEXTS]
+    rows = [[2] + [index[w] for w in t.split()] + [3] for t in texts]
     seq = max(map(len, rows))
     ids = np.array([r + [0] * (seq - len(r)) for r in rows])
     mask = (ids != 0).astype(np.float64)
     x = forward(weights, ids, mask, np.zeros_like(ids), layers=2, heads=2)[0][-1]
+    mask[:, :unpooled] = 0  # attention saw them; the pooling does not
     m = mask[..., None]
     positions = np.arange(1, seq + 1)[None, :, None] * m
     pooled = {
@@ -201,14 +204,60 @@ def test_minilm_with_a_dense_layer_added(minilm_checkpoint, minilm_export, tmp_p
     np.testing.assert_allclose(ours, expected, atol=1e-5)
 
 
-def test_a_default_prompt_is_said_not_silently_skipped(tmp_path, caplog):
-    """Prompts are not applied by runs yet: a model whose encode() prepends one by default
-    exports with a warning naming it, in beam_embed.json and in the log."""
+def test_prompts_are_carried_and_applied_as_encode_applies_them(tmp_path):
+    """config_sentence_transformers.json's prompts travel with the export; a run prepends the
+    default prompt, the one named, or a literal one (none with ''), each against numpy on the
+    prefixed texts; a Pooling with include_prompt false leaves [CLS] and the prompt's tokens
+    out of its mean, as sentence-transformers does. A default prompt naming no prompt is refused
+    at export."""
+    import shutil
+
     root = str(tmp_path / "st")
-    st_folder(root, "mean")
+    weights, _ = st_folder(root, "mean")
     _write_json(os.path.join(root, "config_sentence_transformers.json"),
-                {"prompts": {"query": "query: ", "document": ""},
-                 "default_prompt_name": "query"})
-    meta = export_checkpoint(root, str(tmp_path / "export"))
-    said = [w for w in meta["warnings"] if "default prompt 'query: '" in w]
-    assert len(said) == 1 and said[0] in caplog.text
+                {"prompts": {"query": "cat dog ", "passage": "the river ", "document": ""},
+                 "default_prompt_name": "passage"})
+    export = str(tmp_path / "export")
+    meta = export_checkpoint(root, export)
+    assert meta["prompts"] == {"query": "cat dog ", "passage": "the river ", "document": ""}
+    assert meta["default_prompt_name"] == "passage" and meta["warnings"] == []
+
+    def expected(prefix: str) -> np.ndarray:
+        return reference(weights, [], "mean", True, [prefix + t for t in TEXTS])
+
+    for keywords, prefix, name in [({}, "the river ", "passage"),
+                                   ({"prompt_name": "query"}, "cat dog ", "query"),
+                                   ({"prompt": "a dog "}, "a dog ", None),
+                                   ({"prompt": ""}, "", None),
+                                   ({"prompt_name": "document"}, "", "document")]:
+        spec = encoder_spec(export, **keywords)
+        assert (spec.prompt, spec.prompt_name) == (prefix, name)
+        ours = spec.build().embed(TEXTS)
+        np.testing.assert_allclose(ours.vectors["mean"], expected(prefix), atol=2e-5, rtol=1e-4)
+        assert list(ours.num_tokens) == [len((prefix + t).split()) + 2 for t in TEXTS]
+    with pytest.raises(ValueError, match=r"unknown --prompt_name 'passages': st has the prompts "
+                                         r"\['query', 'passage', 'document'\]"):
+        encoder_spec(export, prompt_name="passages")
+    with pytest.raises(ValueError, match="--long-text chunk does not take a prompt"):
+        encoder_spec(export, long_text="chunk")
+    with pytest.raises(ValueError, match="--granularity token does not take a prompt"):
+        encoder_spec(export, granularity="token", prompt_name="query")
+    assert encoder_spec(export, granularity="token", prompt="").prompt == ""
+
+    without = str(tmp_path / "without-prompt-pooling")
+    shutil.copytree(export, without)
+    with open(os.path.join(without, "beam_embed.json")) as f:
+        edited = {**json.load(f), "include_prompt": False}
+    _write_json(os.path.join(without, "beam_embed.json"), edited)
+    for keywords, prefix, unpooled in [({}, "the river ", 3), ({"prompt": "cat dog a "}, "cat dog a ", 4),
+                                       ({"prompt": ""}, "", 0)]:
+        ours = encoder_spec(without, **keywords).build().embed(TEXTS).vectors["mean"]
+        expected = reference(weights, [], "mean", True, [prefix + t for t in TEXTS], unpooled)
+        np.testing.assert_allclose(ours, expected, atol=2e-5, rtol=1e-4)
+    assert encoder_spec(without).fingerprint() != encoder_spec(export).fingerprint()
+
+    _write_json(os.path.join(root, "config_sentence_transformers.json"),
+                {"prompts": {"query": "q: "}, "default_prompt_name": "passage"})
+    with pytest.raises(CheckpointError, match="default_prompt_name 'passage', which is not one "
+                                              r"of its prompts \['query'\]"):
+        export_checkpoint(root, str(tmp_path / "never"))

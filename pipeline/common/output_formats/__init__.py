@@ -35,13 +35,21 @@ class OutputFormat:
     # writing its shards into the folder `output`, returning their paths
     write: Callable
     count_rows: Callable[[str], int]  # one shard's rows (read back), or IncompleteInput
+    # open_batches(handle, schema, shard_bytes) -> an object writing the job's EmbeddedBatches
+    # into one open file (encode(batch) -> a payload with its size in `nbytes` or len();
+    # write(payload); pending_bytes(): what it holds not yet written; close()):
+    # the job's shards of bounded size, committed as they close (committed_shards.py), which
+    # --resume keeps. None: the job writes the format with `write` alone (no --resume)
+    open_batches: Callable | None = None
     rows_up_front: bool = False  # counting rows is cheap (a footer): readers check every
     #                              shard's rows before reading any data; else as they read it
     # pca: read_blocks(shard_paths_pcollection, columns, pooling, rows) -> a PCollection of
     # pyarrow Tables (whole records: `columns` + the pooling's column, stored as Parquet has it)
     read_blocks: Callable | None = None
-    # --reuse: read_previous(path, vector_columns) -> (text, vectors, num_tokens, truncated)
-    # per row, the vectors float32 as stored
+    # --reuse: read_previous(path, vector_columns[, stored]) -> (text, vectors, num_tokens,
+    # truncated) per row, the vectors float32 as stored; `stored` (StoredVectors per column,
+    # given for an int8 run only): int8 codes read back as values its ranges encode to the same
+    # codes (StoredVectors.recodable)
     read_previous: Callable | None = None
     # search: read_column(path, column) -> the column's Arrow arrays in row order, a part at a
     # time; fetch_rows(paths, rows, columns) -> {row: values} for rows numbered across the files
@@ -60,12 +68,12 @@ class OutputFormat:
 OUTPUT_FORMATS: dict[str, OutputFormat] = {
     "parquet": OutputFormat(
         "parquet", parquet.SUFFIX, "Parquet", parquet.write, parquet.count_rows,
-        rows_up_front=True, read_blocks=parquet.read_blocks,
+        open_batches=parquet.open_batches, rows_up_front=True, read_blocks=parquet.read_blocks,
         read_previous=parquet.read_previous, read_column=parquet.read_column,
         fetch_rows=parquet.fetch_rows, read_table=parquet.read_table),
     "tfrecord": OutputFormat(
         "tfrecord", tfrecord.SUFFIX, "TFRecord", tfrecord.write, tfrecord.count_rows,
-        read_blocks=tfrecord.read_blocks, read_previous=tfrecord.read_previous,
+        open_batches=tfrecord.open_batches, read_blocks=tfrecord.read_blocks, read_previous=tfrecord.read_previous,
         read_table=tfrecord.read_table, tensorflow=True),
 }
 

@@ -122,6 +122,49 @@ class ParquetFile:
         self._writer.close()
 
 
+class ParquetBatches:
+    """The job's batches written into one open Parquet shard (`open_batches`): their tables
+    gathered into row groups of about `group_bytes` (a batch is often a few hundred rows, and a
+    row group per batch made readers' per-group work dominate; search and pca read a row group at
+    a time, so groups stay well under the shard's bound)."""
+
+    def __init__(self, handle, schema, group_bytes: int):
+        self._schema = schema
+        self._file = ParquetFile(handle, arrow_schema(schema))
+        self._group_bytes, self._tables, self._pending = group_bytes, [], 0
+
+    def encode(self, batch):
+        """The batch as an Arrow table (`nbytes`: about what it adds to the file)."""
+        return table(self._schema, batch)
+
+    def write(self, encoded) -> None:
+        self._tables.append(encoded)
+        self._pending += encoded.nbytes
+        if self._pending >= self._group_bytes:
+            self._flush()
+
+    def pending_bytes(self) -> int:
+        """Bytes gathered for the next row group, not yet in the file."""
+        return self._pending
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self._tables:
+            self._file.write(pa.concat_tables(self._tables).combine_chunks())
+        self._tables, self._pending = [], 0
+
+    def close(self) -> None:
+        self._flush()
+        self._file.close()
+
+
+def open_batches(handle, schema, shard_bytes: int) -> ParquetBatches:
+    """A shard of the job's rows being written (committed_shards.py): row groups of at most
+    64 MiB, and at least four to a shard."""
+    return ParquetBatches(handle, schema, max(1, min(64 << 20, shard_bytes // 4)))
+
+
 def sink(prefix: str, schema, num_shards: int = 0, suffix: str = SUFFIX,
          template: str | None = None, compression: str = "none",
          dictionary: list[str] | None = None, digests: bool = False):
@@ -242,13 +285,17 @@ def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
                                               ).with_output_types(pa.Table))
 
 
-def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
-    """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row."""
-    from beam_embed.pipeline.common.vectors import vector_matrix
+def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
+    """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row.
+    `stored`: how the run stored each column (StoredVectors, in `columns`' order; None:
+    float32); an int8 run's codes read back as values its ranges encode to the same codes."""
+    from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
 
     names = [c for c, _ in columns]
+    stored = stored or tuple(StoredVectors("float32", w) for _, w in columns)
     for table in row_groups(path, ["text", *names, "num_tokens", "truncated"]):
-        vectors = [vector_matrix(table.column(c), w, c) for c, w in columns]
+        vectors = [read_back(table.column(c), st, c, recodable=True)
+                   for (c, _), st in zip(columns, stored)]
         tokens = table.column("num_tokens").to_pylist()
         truncated = table.column("truncated").to_pylist()
         for i, text in enumerate(table.column("text").to_pylist()):

@@ -268,6 +268,32 @@ class RecordsFile:
         """The sink closes the file itself."""
 
 
+class ExampleBatches:
+    """The job's batches written into one open TFRecord shard (`open_batches`), framed a batch
+    at a time."""
+
+    def __init__(self, handle, schema):
+        self._handle, self._schema = handle, schema
+
+    def encode(self, batch) -> bytes:
+        """The batch's records, framed."""
+        return framed(serialized(self._schema, batch))
+
+    def write(self, encoded: bytes) -> None:
+        self._handle.write(encoded)
+
+    def pending_bytes(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """The shard's writer closes the file itself."""
+
+
+def open_batches(handle, schema, shard_bytes: int) -> ExampleBatches:
+    """A shard of the job's rows being written (committed_shards.py)."""
+    return ExampleBatches(handle, schema)
+
+
 def sink(prefix: str, suffix: str = SUFFIX, num_shards: int = 0, template: str | None = None,
          digests: bool = False):
     """Beam's file-based sink of lists of serialized records into TFRecord shards named prefix
@@ -498,15 +524,27 @@ def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
                      pooling.column: pa.array([], pooling.stored().arrow_type())})
 
 
-def read_previous(path: str, columns: tuple[tuple[str, int], ...]):
+def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
     """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per record,
-    each record's CRC checked."""
-    import numpy as np
+    each record's CRC checked. `stored`: how the run stored each column (StoredVectors, in
+    `columns`' order; None: float32); an int8 run's codes read back as values its ranges
+    encode to the same codes."""
     import tensorflow as tf
 
+    stored = stored or (None,) * len(columns)
     for record in read_records(path):
         f = tf.train.Example.FromString(record).features.feature
-        vectors = tuple(np.array(f[c].float_list.value, np.float32) for c, _ in columns)
+        vectors = tuple(_previous_vector(f[c], st) for (c, _), st in zip(columns, stored))
         yield (f["text"].bytes_list.value[0].decode("utf-8"),
                vectors, int(f["num_tokens"].int64_list.value[0]),
                bool(f["truncated"].int64_list.value[0]))
+
+
+def _previous_vector(feature, stored):
+    """One record's vector feature as float32: a float list as is, a stored dtype's bytes
+    decoded (StoredVectors.recodable)."""
+    import numpy as np
+
+    if stored is None or stored.dtype == "float32":
+        return np.array(feature.float_list.value, np.float32)
+    return stored.recodable(stored.stored_of_bytes(list(feature.bytes_list.value)))[0]

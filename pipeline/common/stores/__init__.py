@@ -26,19 +26,45 @@ STORES: dict[str, tuple[str, str, str]] = {
                "(milvus://HOST:PORT)"),
     "postgresql": ("pgvector_store", "psycopg", "PostgreSQL with pgvector"),
     "postgres": ("pgvector_store", "psycopg", "PostgreSQL with pgvector"),
+    "bigquery": ("bigquery_store", "google.cloud.bigquery", "a BigQuery table "
+                 "(bigquery://PROJECT.DATASET.TABLE), written by the job itself"),
 }
+# Stores the job writes as a step of its pipeline (where its workers are), not loaded after it
+# publishes: no `open_store`, and `beam-embed store` does not load them.
+IN_JOB = ("bigquery",)
+
+
+def in_job(targets: list[StoreTarget]) -> tuple[list[StoreTarget], list[StoreTarget]]:
+    """(the targets the job writes itself, those loaded once it publishes)."""
+    return ([t for t in targets if t.scheme in IN_JOB],
+            [t for t in targets if t.scheme not in IN_JOB])
 
 
 def opener(target: StoreTarget) -> Callable:
     """The `open_store(target, table, width)` of the store `target` names; a missing client is
     a ValueError naming the extra to install."""
-    module, client, _ = STORES[target.scheme]
-    if importlib.util.find_spec(client) is None:
-        from beam_embed.process.versions import install_command
-
-        raise ValueError(f"{target.uri}: the {client} package is not installed; "
-                         f"{install_command('stores')}")
+    check_client(target)
+    module = STORES[target.scheme][0]
     return importlib.import_module(f"{__name__}.{module}").open_store
 
 
-__all__ = ["STORES", "StoreTarget", "opener", "parse_store_uri"]
+def check_client(target: StoreTarget) -> None:
+    """A ValueError naming the extra to install when the store's client is missing."""
+    client = STORES[target.scheme][1]
+    if _missing(client):
+        from beam_embed.process.versions import install_command
+
+        extra = None if target.scheme in IN_JOB else "stores"  # BigQuery's: Beam's [gcp]
+        raise ValueError(f"{target.uri}: the {client} package is not installed; "
+                         f"{install_command(extra)}")
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return True
+
+
+__all__ = ["IN_JOB", "STORES", "StoreTarget", "check_client", "in_job", "opener",
+           "parse_store_uri"]

@@ -1,7 +1,9 @@
 """A store's URI read once into what its module needs: `qdrant:///PATH`, `qdrant://HOST:PORT`,
 `milvus:///FILE.db`, `milvus://HOST:PORT`, `postgresql://USER@HOST/DB` (libpq's URI, a unix
-socket as `?host=/folder`), `lancedb:///PATH`, `lancedb+gs://BUCKET/PATH`. A local store's
-path may also be relative, without the slashes: `lancedb:vectors`, `milvus:vectors.db`."""
+socket as `?host=/folder`), `lancedb:///PATH`, `lancedb+gs://BUCKET/PATH`,
+`bigquery://PROJECT.DATASET.TABLE` (its table is the URI's: --store_table does not apply). A
+local store's path may also be relative, without the slashes: `lancedb:vectors`,
+`milvus:vectors.db`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ from urllib.parse import urlsplit
 
 LOCAL = ("lancedb", "qdrant", "milvus")  # stores with a local mode in a file or folder
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# BigQuery's own rules: a project id (6-30 lowercase letters, digits, hyphens; a domain-scoped
+# one as example.com:my-project), a dataset (letters, digits, underscores, at most 1,024), a
+# table (letters, digits, underscores, hyphens, at most 1,024: the ones a URI carries plainly)
+BQ_PROJECT = re.compile(r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+BQ_DATASET = re.compile(r"[A-Za-z0-9_]{1,1024}")
+BQ_TABLE = re.compile(r"[\w-]{1,1024}")
+BQ_FORM = "bigquery://PROJECT.DATASET.TABLE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +51,8 @@ def parse_store_uri(uri: str, table: str = "embeddings") -> StoreTarget:
     if not NAME.fullmatch(table):
         raise ValueError(f"--store_table {table!r}: expected a name of letters, digits and "
                          "underscores, starting with a letter or underscore (at most 63)")
+    if scheme == "bigquery":
+        return _bigquery(uri)
     if "://" not in uri and scheme in LOCAL:  # lancedb:relative/folder
         rest = uri.split(":", 1)[1]
         if not rest:
@@ -68,3 +79,21 @@ def parse_store_uri(uri: str, table: str = "embeddings") -> StoreTarget:
     if not parts.path or parts.path == "/":
         raise ValueError(f"--store {uri!r}: no path; expected {scheme}:///PATH")
     return StoreTarget(uri, scheme, os.path.abspath(parts.path), None, table)
+
+
+def _bigquery(uri: str) -> StoreTarget:
+    """bigquery://PROJECT.DATASET.TABLE: the table's three names, each checked by BigQuery's
+    rules; host is PROJECT.DATASET, table the table."""
+    rest = uri.split("://", 1)[1] if "://" in uri else ""
+    parts = rest.rsplit(".", 2)  # a domain-scoped project holds dots itself
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"--store {uri!r}: expected {BQ_FORM} (three names, dot-separated)")
+    for what, name, rule, valid in (
+            ("project", parts[0], BQ_PROJECT, "6-30 lowercase letters, digits and hyphens, "
+             "starting with a letter"),
+            ("dataset", parts[1], BQ_DATASET, "letters, digits and underscores"),
+            ("table", parts[2], BQ_TABLE, "letters, digits, underscores and hyphens")):
+        if not rule.fullmatch(name):
+            raise ValueError(f"--store {uri!r}: {name!r} is not a BigQuery {what} name; "
+                             f"expected {valid} ({BQ_FORM})")
+    return StoreTarget(uri, "bigquery", None, f"{parts[0]}.{parts[1]}", parts[2])
