@@ -298,6 +298,39 @@ def test_other_wordpiece_models_and_int8(model, request, tmp_path):
     assert manifest.get("vector_dtype", "float32") == ("int8" if dtype else "float32")
 
 
+def test_an_xlm_roberta_export_counts_with_sentencepiece(tmp_path):
+    """An XLM-R export (SentencePiece in its preprocessor): windows within N pieces as the
+    SentencePiece model itself counts them, each the vector of its text alone."""
+    import sentencepiece as spm
+
+    from beam_embed.models.spec import encoder_spec
+    from tests.xlmr_fixture import TEXTS, write_xlmr
+
+    root = str(tmp_path / "st")
+    write_xlmr(root)
+    export = str(tmp_path / "export")
+    assert cli(["export-model", root, export]) == 0
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(root, "sentencepiece.bpe.model"))
+    doc = " ".join(t for t in TEXTS if t.strip()) * 2
+    corpus = _corpus(tmp_path / "x.jsonl", {"x": doc})
+    out = str(tmp_path / "out")
+    manifest = run_job(out, "--input", corpus, "--model", export, "--split", "chunks",
+                       "--chunk_tokens", "12", "--chunk_overlap", "3", "--format", "parquet")
+    column = manifest["poolings"][0]["column"]
+    rows = _by_doc(parquet_rows(out))["x"]
+    embedder = encoder_spec(export).build()
+    covered = np.zeros(len(doc), bool)
+    assert len(rows) > 4
+    for k, row in enumerate(rows):
+        assert row["id"] == f"x#c{k}" and row["text"] == doc[row["char_start"]:row["char_end"]]
+        assert len(sp.encode(row["text"])) <= 12, row["text"]
+        covered[row["char_start"]:row["char_end"]] = True
+        alone = embedder.embed([row["text"]]).vectors[column][0]
+        got = np.asarray(row[column], np.float32)
+        assert got @ alone / np.linalg.norm(got) / np.linalg.norm(alone) >= 0.99999
+    assert "".join(c for c, hit in zip(doc, covered) if not hit).strip() == ""
+
+
 def test_windows_are_counted_again_where_a_tokenizer_joins_words():
     """A tokenizer that keeps a no-break space inside a word (a character a token, and the
     joined word 10 more): windows made from the words' counts are too long, made again."""
