@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from beam_embed.models.encoders import encoder_kind
 from beam_embed.pipeline.common.records import ChunkPlace, Record
 from beam_embed.pipeline.job.settings import MIN_CHUNK_TOKENS
 
@@ -47,14 +48,13 @@ class Chunking:
     overlap: int
 
 
-def chunking(settings, spec) -> Chunking | None:
+def chunking(settings, spec, prompt: int = 0) -> Chunking | None:
     """The run's Chunking (None without --split chunks), checked against the model: its kind
     must have a WordPiece tokenizer, and a window must fit its --max_seq_length with the
-    special tokens. A ValueError naming the bad value and the valid range."""
+    special tokens and the `prompt`'s tokens (the encoder prepends it to every text). A
+    ValueError naming the bad value and the valid range."""
     if settings.split != "chunks":
         return None
-    from beam_embed.models.encoders import encoder_kind
-
     kind = encoder_kind(spec.kind)
     if not kind.wordpieces or spec.max_seq_length is None:
         raise ValueError(f"--split chunks counts tokens with the model's WordPiece "
@@ -62,11 +62,12 @@ def chunking(settings, spec) -> Chunking | None:
                          "which has none it can use; expected a BERT-family preset, an "
                          "export-model folder (`beam-embed export-model` makes one of a Hugging "
                          "Face folder), a TF-Hub BERT pair or a TF1 Hub BERT module")
-    room = spec.max_seq_length - kind.encoder_class().special_tokens
+    room = spec.max_seq_length - kind.encoder_class().special_tokens - prompt
     tokens = settings.chunk_tokens if settings.chunk_tokens is not None else room
     if not MIN_CHUNK_TOKENS <= tokens <= room:
+        with_prompt = f" and the prompt's {prompt} tokens" if prompt else ""
         raise ValueError(f"--chunk_tokens {tokens} does not fit the model's --max_seq_length "
-                         f"{spec.max_seq_length} with its special tokens; expected "
+                         f"{spec.max_seq_length} with its special tokens{with_prompt}; expected "
                          f"{MIN_CHUNK_TOKENS} to {room}")
     overlap = (settings.chunk_overlap if settings.chunk_overlap is not None
                else min(DEFAULT_OVERLAP, tokens // 4))
@@ -74,6 +75,34 @@ def chunking(settings, spec) -> Chunking | None:
         raise ValueError(f"--chunk_overlap {overlap} is out of range; expected 0 to {tokens - 1} "
                          "(less than --chunk_tokens)")
     return Chunking(spec, tokens, overlap)
+
+
+def prompt_tokens(spec) -> int:
+    """The tokens of the prompt the encoder prepends to every text (0 without one), by the
+    model's tokenizer: a window leaves room for them. Exact when the prompt ends between words
+    (a space, a colon: "query: "), as prompts do."""
+    if not getattr(spec, "prompt", "") or not encoder_kind(spec.kind).wordpieces:
+        return 0
+    return int(_counter(spec)([spec.prompt])[0])
+
+
+def _counter(spec):
+    """strings -> their token counts by the model's tokenizer, special tokens not counted."""
+    tokenizer = encoder_kind(spec.kind).encoder_class().wordpieces(spec).tokenizer
+
+    def count(strings: list[str]) -> np.ndarray:
+        if not strings:
+            return np.zeros(0, np.int64)
+        import tensorflow as tf
+
+        from beam_embed.models.accelerators import HOST
+
+        with tf.device(HOST):
+            pieces = tokenizer.tokenize(tf.constant(strings, dtype=tf.string))
+        if pieces.ragged_rank == 2:
+            pieces = pieces.merge_dims(-2, -1)
+        return pieces.row_lengths().numpy()
+    return count
 
 
 def windows(counts, budget: int, overlap: int, glued=()) -> list[tuple[int, int]]:
@@ -115,30 +144,11 @@ class Chunker:
     reads_raw = True  # the text as read: chunks' offsets point into it
 
     def __init__(self, plan: Chunking, count=None):
-        """`count`: strings -> their token counts, in place of the model's tokenizer."""
+        """`count`: strings -> their token counts (special tokens not counted), in place of the
+        model's tokenizer."""
         self._budget = plan.tokens
         self._overlap = plan.overlap
-        if count is not None:
-            self.count = count
-            return
-        from beam_embed.models.encoders import encoder_kind
-
-        spec = plan.encoder
-        self._tokenizer = encoder_kind(spec.kind).encoder_class().wordpieces(spec).tokenizer
-
-    def count(self, strings: list[str]) -> np.ndarray:
-        """Each string's tokens by the model's tokenizer, special tokens not counted."""
-        if not strings:
-            return np.zeros(0, np.int64)
-        import tensorflow as tf
-
-        from beam_embed.models.accelerators import HOST
-
-        with tf.device(HOST):
-            pieces = self._tokenizer.tokenize(tf.constant(strings, dtype=tf.string))
-        if pieces.ragged_rank == 2:
-            pieces = pieces.merge_dims(-2, -1)
-        return pieces.row_lengths().numpy()
+        self.count = count or _counter(plan.encoder)
 
     def units(self, text: str) -> tuple[list[tuple[int, int, int]], set[int]]:
         """(start, end, tokens) of each word, a word over the window's budget as its parts; and

@@ -10,7 +10,7 @@ import os
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
-from beam_embed.pipeline.job.chunking import chunking
+from beam_embed.pipeline.job.chunking import chunking, prompt_tokens
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings
 from beam_embed.pipeline.job.threads import worker_threads
@@ -92,7 +92,10 @@ def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
                              f"{positions}")
         spec = dataclasses.replace(spec, max_seq_length=positions)
         run = dataclasses.replace(run, encoder=spec)
-    chunking(run.settings, spec)  # a window the model cannot hold
+    plan = chunking(run.settings, spec, prompt_tokens(spec))  # a window the model cannot hold
+    if plan is not None:  # the windows as decided, for the workers, the manifest and --resume
+        run = dataclasses.replace(run, settings=dataclasses.replace(
+            run.settings, chunk_tokens=plan.tokens, chunk_overlap=plan.overlap))
     batch_tokens = run.settings.batch_tokens
     if spec.max_seq_length is not None and batch_tokens < spec.max_seq_length:
         raise ValueError(f"--batch_tokens {batch_tokens} cannot hold one full-length text "

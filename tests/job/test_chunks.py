@@ -127,6 +127,21 @@ def test_each_window_is_its_text_embedded_alone(chunked, minilm_export):
         assert cos >= 0.99999, (row["id"], cos)
 
 
+def test_a_prompt_leaves_room_in_every_window(chunked, minilm_export, reference, tmp_path):
+    """The encoder prepends the prompt to each window: by default a window holds what the
+    model's length leaves after the special tokens and the prompt's."""
+    corpus = chunked[0]
+    out = str(tmp_path / "prompted")
+    run_job(out, "--input", corpus, "--model", minilm_export, "--split", "chunks",
+            "--max_seq_length", "64", "--prompt", "query: ", "--format", "parquet")
+    rows = parquet_rows(out)
+    assert reference("query: ") == 2
+    assert max(r["num_tokens"] for r in rows.values()) == 64
+    assert not any(r["truncated"] for r in rows.values())
+    assert all(reference(r["text"]) <= 60 for r in rows.values())
+    assert len([r for r in rows.values() if r["parent_id"] == "long"]) >= 2
+
+
 def test_tfrecord_rows_carry_the_same_places(chunked):
     _, out, _ = chunked
     parquet, examples = parquet_rows(out), tfrecord_rows(out)
@@ -207,6 +222,9 @@ def test_reuse_copies_known_chunks_and_the_store_gets_their_places(chunked, mini
     (("--chunk_tokens", "16", "--chunk_overlap", "16"),
      "--chunk_overlap 16 is out of range; expected 0 to 15"),
     (("--chunk_overlap", "62"), "--chunk_overlap 62 is out of range; expected 0 to 61"),
+    (("--chunk_tokens", "61", "--prompt", "query: "),
+     "--chunk_tokens 61 does not fit the model's --max_seq_length 64 with its special tokens "
+     "and the prompt's 2 tokens; expected 8 to 60"),
 ])
 def test_bad_windows_are_refused_before_any_data_is_read(chunked, minilm_export, tmp_path,
                                                          capsys, flags, said):
