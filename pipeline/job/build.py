@@ -144,7 +144,7 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     s, files = run.settings, run.files
     corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
                                             s.split, spread, ids=bool(s.id_field),
-                                            chunks=chunking(s, run.encoder))
+                                            chunks=run.chunks or chunking(s, run.encoder))
     records = corpus["records"]
     if run.resumed is not None and run.resumed.records_kept:  # what committed sets hold
         from beam_embed.pipeline.job.resume import SkipKept

@@ -63,7 +63,7 @@ def sample_texts(run, limit: int = CALIBRATION_ROWS) -> Sample:
     if s.split == "chunks":  # the launcher has the model's tokenizer loaded by now
         from beam_embed.pipeline.job.chunking import Chunker, chunking
 
-        splitter = Chunker(chunking(s, run.encoder))
+        splitter = Chunker(run.chunks or chunking(s, run.encoder))
     fields = run.fields()
     seen: dict[str, None] = {}
     whole = sum(size for _, size in run.files) <= WHOLE_BYTES and len(run.files) <= WHOLE_FILES

@@ -253,7 +253,7 @@ def execute(options, run) -> None:
 
     # --reuse copies most rows' vectors without the encoder: its records are no measure there
     expected = 0.0 if run.previous is not None else expected_records(
-        run.settings, run.fields(), run.files, chunking(run.settings, run.encoder))
+        run.settings, run.fields(), run.files, run.chunks or chunking(run.settings, run.encoder))
     with _progress(options, expected, run.settings.progress_every), \
             beam.Pipeline(runner=runner, options=options) as p:
         build_pipeline(p, run, workers, spread=not one_worker, expected=expected)

@@ -389,3 +389,33 @@ def test_windows_overlap_and_reach_the_end():
     # a cut word's parts (2 and 3 after 1) never share a window, nor does an overlap cross them
     assert windows([1, 2, 2, 2, 1, 1], 4, 2, glued={2, 3}) == [(0, 2), (2, 3), (3, 6)]
     assert windows([1, 1, 2, 2, 1, 1], 4, 2, glued={3}) == [(0, 3), (3, 6)]
+
+
+def test_a_killed_chunk_run_resumes_into_the_clean_runs_rows(tiny_export, tmp_path):
+    """--resume keeps the chunk rows the killed run committed and embeds the rest: the same
+    rows, places and vectors as a clean run (the windows' sizes left to their defaults)."""
+    from beam_embed.pipeline.job.command import main
+    from tests.resume_helpers import kill_after, local_commits, manifest
+
+    rng = np.random.default_rng(3)
+    words = np.array("the cat sat on a mat dog was big river bank money small".split())
+    corpus = _corpus(tmp_path / "docs.jsonl",
+                     {f"d{i}": " ".join(rng.choice(words, 120)) for i in range(1600)})
+    run = ["--input", corpus, "--model", tiny_export, "--split", "chunks", "--shard_mb", "1",
+           "--max_seq_length", "16", "--pooling", "cls", "--progress_every", "0"]
+    clean, out = str(tmp_path / "clean"), str(tmp_path / "out")
+    run_job(clean, *run)
+    kill_after([*run, "--output", out], lambda: local_commits(out), 2)
+    assert main([*run, "--output", out, "--resume"]) == exits.OK
+    m = manifest(out)
+    assert m["resumed"]["records_kept"] > 0
+    theirs, ours = parquet_rows(clean), parquet_rows(out)
+    assert set(ours) == set(theirs)
+    assert sum(m["rows"][n] for n in m["files"]["parquet"]) == len(ours)  # no row twice
+    for key in ("read", "embedded", "split_records", "tokens"):  # embedded: the windows
+        assert m["counts"][key] == manifest(clean)["counts"][key], key
+    for i, row in theirs.items():
+        assert (ours[i]["parent_id"], ours[i]["char_start"], ours[i]["char_end"]) == \
+            (row["parent_id"], row["char_start"], row["char_end"])
+        a, b = np.asarray(row["cls"], np.float32), np.asarray(ours[i]["cls"], np.float32)
+        assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) >= 0.99999
