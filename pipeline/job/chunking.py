@@ -168,9 +168,16 @@ class Chunker:
 
     def _parts(self, text: str, start: int, end: int) -> Iterator[tuple[int, int, int]]:
         """(start, end, tokens) of the parts a word over the budget is cut into: the longest
-        prefixes that fit (a binary search on each, one character at least)."""
+        prefixes that fit, one character at least (found by doubling a prefix until it does not
+        fit, then a binary search: each part costs tokenizer calls on about its own length,
+        however long the word)."""
         while start < end:
-            lo, hi, best = start + 2, end, start + 1
+            size = 2
+            while start + size < end and self.count([text[start:start + size]])[0] <= self._budget:
+                size *= 2
+            lo, hi, best = start + max(size // 2, 2), min(start + size, end), start + 1
+            if size > 2:
+                best = start + size // 2  # it fit
             while lo <= hi:
                 mid = (lo + hi) // 2
                 if self.count([text[start:mid]])[0] <= self._budget:

@@ -372,6 +372,18 @@ def test_windows_are_counted_again_where_a_tokenizer_joins_words():
         "ab cd ef gh ij kl", "ij kl mn op qr st", "qr st uv"]
 
 
+def test_a_long_word_is_cut_into_the_longest_parts_that_fit():
+    from beam_embed.pipeline.job.chunking import Chunker, Chunking
+
+    def count(strings):  # a token a character, a space none
+        return np.array([len(s.replace(" ", "")) for s in strings], np.int64)
+
+    text = "see " + "x" * 50 + " end of it"
+    spans = Chunker(Chunking(None, 12, 4), count).spans(text)
+    assert [text[s:e] for s, e in spans] == ["see", "x" * 12, "x" * 12, "x" * 12, "x" * 12,
+                                             "xx end of it"]
+
+
 def test_embed_texts_refuses_chunks():
     from beam_embed import EmbedTexts
 
