@@ -92,6 +92,9 @@ class EmbedTexts(beam.PTransform):
         given = {k: v for k, v in locals().items() if k in ACCEPTED}
         given["pooling"] = renamed_keyword("EmbedTexts", "poolings", "pooling", poolings, pooling)
         self.settings = run_settings("EmbedTexts", given, ACCEPTED, progress_every=0.0)
+        if self.settings.split == "chunks":  # its rows' parent and offsets are a run's columns
+            raise ValueError("EmbedTexts: split 'chunks' is `beam-embed run --split chunks`'s; "
+                             "expected split 'none' or 'sentences'")
         self.spec = model_spec(self.settings)
         self._dead_letters = False
 

@@ -19,8 +19,9 @@ __all__ = ["StoredEmbeddings", "read_embeddings"]
 class StoredEmbeddings:
     """A run's records in shard order: `ids` (a list of str), `vectors` (float32
     [rows, width], one pooling's; int8 and binary runs decoded as `search` reads them),
-    `table` (a pyarrow Table of the other columns: id, text when the run wrote it, source, the
-    metadata columns, num_tokens, truncated), `pooling` (the vectors' column) and `manifest`
+    `table` (a pyarrow Table of the other columns: id, text when the run wrote it, source, a
+    --split chunks run's parent_id, chunk_index, char_start and char_end, the metadata columns,
+    num_tokens, truncated), `pooling` (the vectors' column) and `manifest`
     (the run's manifest.json, as a dict)."""
 
     ids: list[str]

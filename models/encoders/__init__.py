@@ -48,6 +48,7 @@ class EncoderKind:
     # The model comes as an encoder and a --preprocessor (a TF-Hub BERT pair): an encoder given
     # with a preprocessor and no kind is of the one kind that says so.
     preprocessor: bool = False
+    wordpieces: bool = False  # a WordPiece tokenizer (Encoder.wordpieces): --split chunks counts with it
     why: Mapping[str, str] = dataclasses.field(default_factory=dict)  # what it lacks -> why
     options: Mapping[str, tuple[str, tuple[str, ...]]] = dataclasses.field(
         default_factory=dict)  # option -> (its flag, its choices)
@@ -124,11 +125,11 @@ KINDS = {
     "bert": EncoderKind(
         "bert", "beam_embed.models.encoders.bert:HubBertEncoder", POOLERS, LAYERED, precisions=PRECISIONS,
         accelerators=ACCELERATORS, fixed_lengths=SEQ_BUCKETS, token_units=("word", "wordpiece"),
-        min_seq_length=3, preprocessor=True),
+        min_seq_length=3, preprocessor=True, wordpieces=True),
     "bert_tf1": EncoderKind(
         "bert_tf1", "beam_embed.models.encoders.bert_tf1:HubBertTf1Encoder",
         {k: POOLERS[k] for k in ("cls", "pooled_output", "mean")}, frozenset({"cls", "mean"}),
-        token_units=("word", "wordpiece"), layers=1, min_seq_length=3,
+        token_units=("word", "wordpiece"), layers=1, min_seq_length=3, wordpieces=True,
         recognized_by="tags [] with signatures tokens(input_ids, input_mask, segment_ids) and "
                       "tokenization_info()",
         why={"layers": "a TF1 Hub BERT module outputs only its last layer, sequence_output",

@@ -58,6 +58,9 @@ class PoolingColumn:
 # so; metadata columns are strings).
 BASE_TYPES = {"id": pa.string(), "text": pa.string(), "source": pa.string(),
               "num_tokens": pa.int32(), "truncated": pa.bool_()}
+# --split chunks: each row's place in its document, after `source`
+CHUNK_TYPES = {"parent_id": pa.string(), "chunk_index": pa.int64(), "char_start": pa.int64(),
+               "char_end": pa.int64()}
 
 
 @dataclass(frozen=True)
@@ -115,9 +118,18 @@ class EmbeddingSet:
     def columns(self) -> tuple[str, ...]:
         """The non-vector columns of every record, in file order."""
         text = ("text",) if self.has_text else ()
-        return ("id",) + text + ("source",) + self.metadata_columns + ("num_tokens", "truncated")
+        chunks = tuple(CHUNK_TYPES) if self.chunks else ()
+        return ("id",) + text + ("source",) + chunks + self.metadata_columns + \
+            ("num_tokens", "truncated")
+
+    @property
+    def chunks(self) -> bool:
+        """Whether the rows are chunks of documents (--split chunks: CHUNK_TYPES' columns)."""
+        return self.manifest.inputs.split == "chunks"
 
     def column_type(self, column: str) -> pa.DataType:
+        if self.chunks and column in CHUNK_TYPES:
+            return CHUNK_TYPES[column]
         return BASE_TYPES.get(column, pa.string())
 
     def pooling(self, name: str | None) -> PoolingColumn:

@@ -12,6 +12,33 @@ if TYPE_CHECKING:  # annotations only: the input formats' registry, read for --h
 EXCERPT_CHARS = 200
 EMPTY = "empty"  # an empty text: counted apart (skipped_empty), never embedded
 INCOMPLETE = "incomplete"  # a file that breaks off: one dead letter for the rest of the file
+# --split chunks: a chunk's place in its document travels in its meta under this key, so every
+# step that carries a record's meta (--dedupe's copies, --reuse) carries it too. No input field
+# is named so (it starts with a NUL); the output formats write it as typed columns (schema.py).
+CHUNK_KEY = "\x00chunk"
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkPlace:
+    """Where a chunk row's text lies: its document's id, its number there (from 0) and its
+    character span in the document's text as read."""
+
+    parent_id: str
+    index: int
+    start: int
+    end: int
+
+    def to_meta(self) -> tuple[str, str]:
+        return CHUNK_KEY, f"{self.index} {self.start} {self.end} {self.parent_id}"
+
+    @classmethod
+    def of(cls, meta) -> ChunkPlace | None:
+        """The place a record's meta holds; None for a record that is not a chunk."""
+        for key, value in meta:
+            if key == CHUNK_KEY:
+                index, start, end, parent = value.split(" ", 3)
+                return cls(parent, int(index), int(start), int(end))
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

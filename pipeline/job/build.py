@@ -24,6 +24,7 @@ from beam_embed.pipeline.common.manifest import (
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
 from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
+from beam_embed.pipeline.job.chunking import chunking
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names
 from beam_embed.pipeline.job.sinks import WriteDeadLetters, WriteManifest, count
@@ -127,7 +128,8 @@ def output_schema(run) -> OutputSchema:
     if run.encoder.granularity == "token":
         return TokenSchema(run.widths, s.metadata_fields, s.include_text,
                            dtype=run.encoder.token_dtype)
-    return OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored))
+    return OutputSchema(run.widths, s.metadata_fields, s.include_text, tuple(run.stored),
+                        chunks=s.split == "chunks")
 
 
 def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
@@ -141,7 +143,8 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     the records the input is expected to hold, for the progress lines (0: unknown)."""
     s, files = run.settings, run.files
     corpus = p | "ReadCorpus" >> ReadCorpus(list(files), s.input_format, run.fields(), s.clean,
-                                            s.split, spread, ids=bool(s.id_field))
+                                            s.split, spread, ids=bool(s.id_field),
+                                            chunks=run.chunks or chunking(s, run.encoder))
     records = corpus["records"]
     if run.resumed is not None and run.resumed.records_kept:  # what committed sets hold
         from beam_embed.pipeline.job.resume import SkipKept

@@ -60,6 +60,10 @@ def sample_texts(run, limit: int = CALIBRATION_ROWS) -> Sample:
     the input (see the module's notes)."""
     s = run.settings
     splitter = SentenceSplitter() if s.split == "sentences" else None
+    if s.split == "chunks":  # the launcher has the model's tokenizer loaded by now
+        from beam_embed.pipeline.job.chunking import Chunker, chunking
+
+        splitter = Chunker(run.chunks or chunking(s, run.encoder))
     fields = run.fields()
     seen: dict[str, None] = {}
     whole = sum(size for _, size in run.files) <= WHOLE_BYTES and len(run.files) <= WHOLE_FILES

@@ -248,11 +248,12 @@ def execute(options, run) -> None:
     runner = runner_for(options)  # None (Dataflow, ...) and Dask's spread work over workers
     one_worker = runner is not None and not is_dask(options) and \
         direct.direct_running_mode == "in_memory" and workers == 1
+    from beam_embed.pipeline.job.chunking import chunking
     from beam_embed.pipeline.job.input_size import expected_records
 
     # --reuse copies most rows' vectors without the encoder: its records are no measure there
-    expected = 0.0 if run.previous is not None else expected_records(run.settings, run.fields(),
-                                                                     run.files)
+    expected = 0.0 if run.previous is not None else expected_records(
+        run.settings, run.fields(), run.files, run.chunks or chunking(run.settings, run.encoder))
     with _progress(options, expected, run.settings.progress_every), \
             beam.Pipeline(runner=runner, options=options) as p:
         build_pipeline(p, run, workers, spread=not one_worker, expected=expected)

@@ -42,7 +42,7 @@ def run_columns(run) -> tuple[str, ...]:
     """The columns a run writes itself, whatever the input holds."""
     spec = run.encoder
     return own_columns(TOKEN_COLUMNS if spec.granularity == "token" else tuple(
-        p.column for p in spec.parsed_poolings()))
+        p.column for p in spec.parsed_poolings()), run.settings.split == "chunks")
 
 
 def with_input_fields(run, files):
@@ -101,7 +101,8 @@ def fields_note(given, decided) -> str:
     if given.id_field is None and decided.id_field:
         ids += " (--id_field names another)"
     if decided.metadata_fields:
-        own = own_columns(TOKEN_COLUMNS if decided.granularity == "token" else ())
+        own = own_columns(TOKEN_COLUMNS if decided.granularity == "token" else (),
+                          decided.split == "chunks")
         columns = metadata_columns(decided.metadata_fields, own)
         meta = "metadata columns " + ", ".join(
             c if c == f else f"{f} as {c}"

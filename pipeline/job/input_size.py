@@ -37,17 +37,19 @@ DECOMPRESSORS = {".gz": lambda: zlib.decompressobj(zlib.MAX_WBITS | 16),
                  ".lzma": lzma.LZMADecompressor}
 
 
-def expected_records(settings, fields: Fields, files) -> float:
+def expected_records(settings, fields: Fields, files, chunks=None) -> float:
     """The records the encoder will get from `files` ((path, size) each), read with `settings`
-    (a RunSettings: the input format, cleaning and splitting) and `fields`, estimated; 0 when
-    some kind of file could not be sampled (no percentage then, rather than a wrong one)."""
+    (a RunSettings: the input format, cleaning and splitting; `chunks`, --split chunks'
+    beam_embed.pipeline.job.chunking.Chunking) and `fields`, estimated; 0 when some kind of
+    file could not be sampled (no percentage then, rather than a wrong one)."""
     kinds: dict[tuple[str, str | None], list[tuple[str, int]]] = {}
     for path, size in files:
         fmt = settings.input_format or detect_format(path)
         kinds.setdefault((fmt, compression_of(path)), []).append((path, size))
     total = 0.0
     for (fmt, _), group in kinds.items():
-        sampled = [(size, _count(path, size, fmt, settings, fields)) for path, size in group[:SAMPLED_FILES]]
+        sampled = [(size, _count(path, size, fmt, settings, fields, chunks))
+                   for path, size in group[:SAMPLED_FILES]]
         counted = [(size, c) for size, c in sampled if c is not None]
         covered = sum(c[1] for _, c in counted)
         if not covered:
@@ -59,7 +61,8 @@ def expected_records(settings, fields: Fields, files) -> float:
     return total
 
 
-def _count(path: str, size: int, fmt: str, settings, fields: Fields) -> tuple[float, int] | None:
+def _count(path: str, size: int, fmt: str, settings, fields: Fields,
+           chunks=None) -> tuple[float, int] | None:
     """(records, bytes on disk they came from) for the start of one file, or None."""
     try:
         if FileSystems.get_scheme(path) is None and not stat.S_ISREG(os.stat(path).st_mode):
@@ -86,7 +89,7 @@ def _count(path: str, size: int, fmt: str, settings, fields: Fields) -> tuple[fl
     texts = [r.text for r in READERS[fmt](path, CountedLines(io.BytesIO(data)), fields)
              if isinstance(r, Record)]
     texts = [t for t in (clean_text(t) if settings.clean else t for t in texts) if t.strip()]
-    return len(texts) * _sentences_per_text(texts, settings.split), len(raw)
+    return len(texts) * _sentences_per_text(texts, settings.split, chunks), len(raw)
 
 
 def _decompressed(raw: bytes, compression: str | None) -> bytes | None:
@@ -115,10 +118,17 @@ def _framed_records(data: bytes) -> int:
     return n
 
 
-def _sentences_per_text(texts: list[str], split: str) -> float:
-    if split != "sentences" or not texts:
+def _sentences_per_text(texts: list[str], split: str, chunks=None) -> float:
+    """The records a text becomes: its sentences, or its chunks (the model's tokenizer is
+    loaded on the launcher by now), on average over a sample."""
+    if split not in ("sentences", "chunks") or not texts:
         return 1.0
-    splitter = SentenceSplitter()
+    if split == "chunks":
+        from beam_embed.pipeline.job.chunking import Chunker
+
+        splitter = Chunker(chunks)
+    else:
+        splitter = SentenceSplitter()
     sample = texts[:SPLIT_SAMPLE]
     return sum(sum(1 for _ in splitter(Record(str(i), t, ""))) for i, t in enumerate(sample)) \
         / len(sample)

@@ -10,6 +10,7 @@ import os
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.job.chunking import chunking, prompt_tokens
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings
 from beam_embed.pipeline.job.threads import worker_threads
@@ -27,6 +28,8 @@ class ResolvedRun:
     widths: tuple[tuple[str, int], ...] = ()  # (column, width) per pooling, from the model
     stored: tuple = ()  # how each pooling is stored (calibration.py); (): float32
     previous: object = None  # --reuse's previous run, once checked (reuse.py)
+    # --split chunks: the windows' sizes decided with the model (chunking.Chunking)
+    chunks: object = None
     resumed: object = None  # --resume: what the killed attempts committed (resume.py)
 
     @property
@@ -91,6 +94,8 @@ def check_model_limits(run: ResolvedRun, positions: int | None) -> ResolvedRun:
                              f"{positions}")
         spec = dataclasses.replace(spec, max_seq_length=positions)
         run = dataclasses.replace(run, encoder=spec)
+    # a window the model cannot hold; the windows' sizes as decided, for the workers
+    run = dataclasses.replace(run, chunks=chunking(run.settings, spec, prompt_tokens(spec)))
     batch_tokens = run.settings.batch_tokens
     if spec.max_seq_length is not None and batch_tokens < spec.max_seq_length:
         raise ValueError(f"--batch_tokens {batch_tokens} cannot hold one full-length text "

@@ -27,7 +27,8 @@ from beam_embed.pipeline.common.setting_fields import Settings, flag, positive, 
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.job import formats as readers
 
-SPLIT_MODES = ("none", "sentences")
+SPLIT_MODES = ("none", "sentences", "chunks")
+MIN_CHUNK_TOKENS = 8  # fewer leaves a window too little text to mean anything
 DEFAULT_SHARD_MB = 128  # most engines split Parquet well at 100-250 MB
 
 
@@ -77,7 +78,16 @@ class RunSettings(Settings):
                    "fields of single values; '' carries none); a field named like a column the "
                    "run writes (source, text, ...) is kept as meta_<field>")
     split: str = setting("none", choices=SPLIT_MODES,
-                         help="split documents into sentences (pysbd)")
+                         help="split documents into sentences (pysbd), or into chunks: "
+                              "overlapping windows of --chunk_tokens tokens, one row each")
+    chunk_tokens: int | None = setting(
+        None, help=f"--split chunks: the most tokens of a window, the model's special tokens not "
+                   f"counted ({MIN_CHUNK_TOKENS} to the model's --max_seq_length minus them; "
+                   "default: that most)")
+    chunk_overlap: int | None = setting(
+        None, help="--split chunks: about how many tokens consecutive windows share (0 to "
+                   "--chunk_tokens minus 1; default: the smaller of 32 and a quarter of "
+                   "--chunk_tokens)")
     clean: bool = setting(True, help="collapse whitespace/NBSP runs and trim")
     max_text_bytes: int = setting(1 << 20, check=positive, help="longer texts are dead-lettered")
     model: str = setting(
@@ -185,6 +195,7 @@ class RunSettings(Settings):
         5.0, check=_seconds, help="seconds between progress lines on stderr (0: none)")
 
     def check_together(self) -> None:
+        self._check_chunks()
         if self.prompt is not None and self.prompt_name is not None:
             raise ValueError("--prompt and --prompt_name were both given; expected one of them "
                              "(--prompt '' embeds the texts as they are)")
@@ -224,6 +235,27 @@ class RunSettings(Settings):
         if (self.dedupe or self.reuse) and self.granularity == "token":
             raise ValueError(f"--{'dedupe' if self.dedupe else 'reuse'} applies to sentence "
                              "vectors; expected --granularity sentence")
+
+    def _check_chunks(self) -> None:
+        """The chunk flags' own ranges; the largest window the model holds is checked once its
+        spec is known (beam_embed.pipeline.job.chunking.check_chunk_tokens)."""
+        for name in ("chunk_tokens", "chunk_overlap"):
+            if getattr(self, name) is not None and self.split != "chunks":
+                raise ValueError(f"{flag(name)} applies to --split chunks, got --split "
+                                 f"{self.split}; expected --split chunks or no {flag(name)}")
+        if self.split == "chunks" and self.granularity == "token":
+            raise ValueError("--split chunks applies to sentence vectors; expected --granularity "
+                             "sentence")
+        if self.chunk_tokens is not None and self.chunk_tokens < MIN_CHUNK_TOKENS:
+            raise ValueError(f"--chunk_tokens {self.chunk_tokens} is too small; expected "
+                             f"{MIN_CHUNK_TOKENS} to the model's --max_seq_length minus its "
+                             "special tokens")
+        if self.chunk_overlap is not None:
+            top = f"{self.chunk_tokens - 1}" if self.chunk_tokens else "--chunk_tokens minus 1"
+            if self.chunk_overlap < 0 or (self.chunk_tokens is not None
+                                          and self.chunk_overlap >= self.chunk_tokens):
+                raise ValueError(f"--chunk_overlap {self.chunk_overlap} is out of range; "
+                                 f"expected 0 to {top} (less than --chunk_tokens)")
 
     def encoder_spec(self, threads: tuple[int, int] = (0, 0)):
         """The encoder's checked spec (beam_embed.models.spec.EncoderSpec) for these settings,

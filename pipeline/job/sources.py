@@ -418,17 +418,23 @@ class FindDuplicateIds(beam.PTransform):
 
 
 class PrepareTexts(beam.DoFn):
-    """Whitespace clean-up, empty texts set aside, optional sentence splitting."""
+    """Whitespace clean-up, empty texts set aside, optional sentence or chunk splitting
+    (`chunks`: a beam_embed.pipeline.job.chunking.Chunking, with --split chunks)."""
 
-    def __init__(self, clean: bool, split: str):
+    def __init__(self, clean: bool, split: str, chunks=None):
         self._clean = clean
         self._split = split
+        self._chunks = chunks
         self._splitter = None
         self._empty = beam.metrics.Metrics.counter(NAMESPACE, "skipped_empty")
 
     def setup(self):
         if self._split == "sentences":
             self._splitter = SentenceSplitter()
+        elif self._split == "chunks":
+            from beam_embed.pipeline.job.chunking import Chunker
+
+            self._splitter = Chunker(self._chunks)
 
     def process(self, record: Record):
         records = prepared(record, self._clean, self._splitter)
@@ -442,7 +448,10 @@ class PrepareTexts(beam.DoFn):
 
 def prepared(record: Record, clean: bool, splitter: SentenceSplitter | None) -> list | None:
     """The records the job embeds for `record`: its text cleaned up (`clean`) and split into
-    sentences (a `splitter`); None when the text is empty."""
+    sentences or chunks (a `splitter`; a chunker cuts the text as read: its offsets point
+    into it); None when the text is empty."""
+    if getattr(splitter, "reads_raw", False):
+        return list(splitter(record)) if clean_text(record.text) else None
     text = clean_text(record.text) if clean else record.text
     if not text.strip():
         return None
@@ -455,8 +464,10 @@ class ReadCorpus(beam.PTransform):
     `ids`, also `ids`: the ids of the records read, for FindDuplicateIds."""
 
     def __init__(self, files: list[tuple[str, int]], input_format: str | None, fields: Fields,
-                 clean: bool = True, split: str = "none", spread: bool = True, ids: bool = False):
+                 clean: bool = True, split: str = "none", spread: bool = True, ids: bool = False,
+                 chunks=None):
         super().__init__()
+        self._chunks = chunks  # --split chunks: a beam_embed.pipeline.job.chunking.Chunking
         self._ids = ids
         self._spread = spread  # reshuffle the records across workers (pointless with one)
         self._files = files
@@ -477,7 +488,7 @@ class ReadCorpus(beam.PTransform):
         if self._spread:  # one file is read by one worker: spread its records over all of them
             records = records | "SpreadRecords" >> beam.Reshuffle()
         prepared = (records
-                    | "PrepareTexts" >> beam.ParDo(PrepareTexts(self._clean, self._split))
+                    | "PrepareTexts" >> beam.ParDo(PrepareTexts(self._clean, self._split, self._chunks))
                     .with_outputs(DEAD, main="records"))
         dead = ((read[DEAD], prepared[DEAD]) | "MergeDeadLetters" >> beam.Flatten())
         return {"records": prepared.records, "dead": dead, "read_records": read.records,

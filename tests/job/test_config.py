@@ -23,7 +23,7 @@ def corpus(tmp_path):
     (["--pooling", "pooled_output@1"], "takes no layer"),
     (["--format", "parquet,csv"], "unknown --format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
     (["--long-text", "split"], "unknown --long_text 'split'; expected one of ['truncate', 'chunk']"),
-    (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences']"),
+    (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences', 'chunks']"),
     (["--poolng", "mean"], "unknown flag '--poolng'; did you mean --pooling?"),
     (["--max-seq-length", "0"], "--max_seq_length must be a positive integer, got 0"),
 ])

@@ -39,7 +39,7 @@ def test_defaults_and_keywords_from_python():
     ({"format": "parquet,csv"}, "unknown --format 'csv'; expected one or more of ['parquet', "
                                 "'tfrecord']"),
     ({"format": ""}, "unknown --format ''; expected one or more of"),
-    ({"split": "words"}, "unknown --split 'words'; expected one of ['none', 'sentences']"),
+    ({"split": "words"}, "unknown --split 'words'; expected one of ['none', 'sentences', 'chunks']"),
     ({"vector_dtype": "int4"}, "unknown --vector_dtype 'int4'; expected one of ['float32', "
                                "'float16', 'int8', 'binary']"),
     ({"input_format": "xml"}, "unknown --input_format 'xml'; expected one of ['text', 'jsonl'"),

@@ -16,6 +16,7 @@ them.
 from __future__ import annotations
 
 from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
 
 SUFFIX = ".parquet"
 GROUPS_PER_SPLIT = 16  # pca: a split's row groups are read in order, one worker; splits spread
@@ -31,6 +32,9 @@ def arrow_schema(schema):
     if schema.include_text:
         fields.append(pa.field("text", pa.string()))
     fields.append(pa.field("source", pa.string()))
+    if schema.chunks:
+        fields += [pa.field("parent_id", pa.string())] + [
+            pa.field(c, pa.int64()) for c in CHUNK_COLUMNS[1:]]
     fields += [pa.field(column, pa.string()) for _, column in schema.metadata()]
     fields += _token_fields(schema) if schema.granularity == "token" else [
         pa.field(col, s.arrow_type()) for col, s in schema.storage()]
@@ -49,6 +53,10 @@ def table(schema, batch):
     if schema.include_text:
         columns.append(pa.array([r.text for r in records], pa.string()))
     columns.append(pa.array([r.source for r in records], pa.string()))
+    if schema.chunks:
+        chunks = chunk_values(records)
+        columns += [pa.array(chunks["parent_id"], pa.string())] + [
+            pa.array(chunks[c], pa.int64()) for c in CHUNK_COLUMNS[1:]]
     metas = [dict(r.meta) for r in records]
     columns += [pa.array([m.get(k) for m in metas], pa.string()) for k, _ in schema.metadata()]
     columns += _token_columns(schema, batch) if schema.granularity == "token" else [

@@ -2,8 +2,9 @@
 have, in order, and how each pooling's vectors are stored. Each format's module encodes a batch
 under it (parquet.py an Arrow table, tfrecord.py `tf.train.Example`s).
 
-A row: `id`, `text` (unless left out), `source` (the input file), the carried metadata columns
-(strings), then the vector columns (one per pooling, or the token columns at token
+A row: `id`, `text` (unless left out), `source` (the input file), with --split chunks the
+chunk's place (CHUNK_COLUMNS: `parent_id`, `chunk_index`, `char_start`, `char_end`, offsets
+into the document's text as read), the carried metadata columns (strings), then the vector columns (one per pooling, or the token columns at token
 granularity), `num_tokens`, `truncated`.
 
 Metadata columns are named for their input fields, except a field named like one of the run's
@@ -18,15 +19,29 @@ from __future__ import annotations
 
 import dataclasses
 
+from beam_embed.pipeline.common.records import ChunkPlace
+
 BASE_COLUMNS = ("id", "text", "source", "num_tokens", "truncated")
+CHUNK_COLUMNS = ("parent_id", "chunk_index", "char_start", "char_end")  # strings, then int64
 TOKEN_COLUMNS = ("tokens", "token_start", "token_end", "vectors", "vector_width")
 META_PREFIX = "meta_"  # a metadata field named like one of the run's own columns: meta_<field>
 
 
-def own_columns(vector_columns) -> tuple[str, ...]:
-    """The columns a run writes itself, whatever the input holds: the base columns and its
-    vector columns (its poolings' columns, or TOKEN_COLUMNS)."""
-    return BASE_COLUMNS + tuple(c for c in vector_columns if c not in BASE_COLUMNS)
+def own_columns(vector_columns, chunks: bool = False) -> tuple[str, ...]:
+    """The columns a run writes itself, whatever the input holds: the base columns, with
+    `chunks` (--split chunks) CHUNK_COLUMNS, and its vector columns (its poolings' columns, or
+    TOKEN_COLUMNS)."""
+    base = BASE_COLUMNS + (CHUNK_COLUMNS if chunks else ())
+    return base + tuple(c for c in vector_columns if c not in base)
+
+
+def chunk_values(records) -> dict[str, list]:
+    """CHUNK_COLUMNS' values for a batch's records (each a chunk: records.ChunkPlace)."""
+    places = [ChunkPlace.of(r.meta) for r in records]
+    return {"parent_id": [p.parent_id for p in places],
+            "chunk_index": [p.index for p in places],
+            "char_start": [p.start for p in places],
+            "char_end": [p.end for p in places]}
 
 
 def metadata_columns(fields, own, flag: str = "--metadata_fields",
@@ -64,6 +79,7 @@ class OutputSchema:
     metadata_fields: tuple[str, ...]  # the input's fields, in order (their columns: metadata)
     include_text: bool
     stored: tuple = ()  # per pooling, in order, StoredVectors (--vector_dtype); (): float32
+    chunks: bool = False  # --split chunks: CHUNK_COLUMNS after `source`
     granularity = "sentence"
 
     def storage(self) -> list:
@@ -79,8 +95,8 @@ class OutputSchema:
     def metadata(self, flag: str = "--metadata_fields") -> list[tuple[str, str]]:
         """(input field, its column) per carried metadata field, in order; a ValueError naming
         `flag` for fields that would share a column (metadata_columns)."""
-        columns = metadata_columns(self.metadata_fields, own_columns(self.vector_columns()),
-                                   flag)
+        columns = metadata_columns(self.metadata_fields,
+                                   own_columns(self.vector_columns(), self.chunks), flag)
         return list(zip(self.metadata_fields, columns))
 
 

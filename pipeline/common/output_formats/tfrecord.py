@@ -27,6 +27,7 @@ import struct
 from collections.abc import Iterator
 
 from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
 
 SUFFIX = ".tfrecord"
 
@@ -162,6 +163,10 @@ def _feature_columns(schema, batch, text, ints) -> dict[str, list]:
                "truncated": [truncated(t) for t in batch.truncated.tolist()]}
     if schema.include_text:
         columns["text"] = [text(r.text) for r in records]
+    if schema.chunks:
+        chunks = chunk_values(records)
+        columns["parent_id"] = [text(v) for v in chunks["parent_id"]]
+        columns.update({c: [ints([v]) for v in chunks[c]] for c in CHUNK_COLUMNS[1:]})
     metadata = schema.metadata()
     if metadata:
         metas = [dict(r.meta) for r in records]
@@ -423,9 +428,9 @@ def _spec(columns: tuple[str, ...], pooling):
 
     spec = {}
     for c in columns:
-        if c in ("num_tokens", "truncated"):
+        if c in ("num_tokens", "truncated", *CHUNK_COLUMNS[1:]):
             spec[c] = tf.io.FixedLenFeature([], tf.int64)
-        elif c in ("id", "source"):
+        elif c in ("id", "source", "parent_id"):
             spec[c] = tf.io.FixedLenFeature([], tf.string)
         else:  # text and metadata may be missing from a record
             spec[c] = tf.io.FixedLenFeature([], tf.string, default_value="")
@@ -452,6 +457,8 @@ def parse_examples(serialized: list[bytes], columns: tuple[str, ...], pooling):
         values = parsed[c].numpy()
         if c in ("num_tokens", "truncated"):
             arrays[c] = pa.array(values.astype(np.int32) if c == "num_tokens" else values != 0)
+        elif c in CHUNK_COLUMNS[1:]:
+            arrays[c] = pa.array(values, pa.int64())
         else:
             arrays[c] = pa.array(values, pa.binary()).cast(pa.string())
     vectors, stored = parsed[pooling.column].numpy(), pooling.stored()
@@ -511,7 +518,8 @@ def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
               for chunk in iter(lambda: list(itertools.islice(records, BLOCK_RECORDS)), [])]
     if blocks:
         return pa.concat_tables(blocks)
-    types = {"num_tokens": pa.int32(), "truncated": pa.bool_()}  # as parse_examples gives them
+    types = {"num_tokens": pa.int32(), "truncated": pa.bool_(),  # as parse_examples gives them
+             **{c: pa.int64() for c in CHUNK_COLUMNS[1:]}}
     return pa.table({**{c: pa.array([], types.get(c, pa.string())) for c in columns},
                      pooling.column: pa.array([], pooling.stored().arrow_type())})
 

@@ -1,6 +1,6 @@
 """LanceDB (`lancedb:///PATH`, `lancedb+gs://BUCKET/PATH`): a table whose `vector` column is a
-fixed-size list of float32 of the run's width, beside id, text, source and the metadata columns
-(strings); rows are upserted on the id (merge_insert). Search it with cosine distance
+fixed-size list of float32 of the run's width, beside id, text, source, a chunk run's parent_id
+and offsets (int64) and the metadata columns (strings); rows are upserted on the id (merge_insert). Search it with cosine distance
 (`.search(q).distance_type("cosine")`)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS
 from beam_embed.pipeline.common.stores.base import Store
 from beam_embed.pipeline.common.stores.rows import RowBatch
 
@@ -28,7 +29,8 @@ class LanceStore(Store):
             self.check_width(self.table.schema.field("vector").type.list_size)
 
     def _arrow(self, batch: RowBatch) -> pa.Table:
-        columns = {k: pa.array([p.get(k) for p in batch.payloads], pa.string())
+        columns = {k: pa.array([p.get(k) for p in batch.payloads],
+                               pa.int64() if k in CHUNK_COLUMNS[1:] else pa.string())
                    for k in batch.payloads[0]} if batch.payloads else {}
         flat = pa.array(np.asarray(batch.vectors, np.float32).reshape(-1))
         columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.width)

@@ -1,6 +1,6 @@
 """A finished run's rows as the stores take them, a batch at a time: ids, the chosen pooling's
 vectors as float32 (int8 and binary runs decoded as `search` reads them), and each row's payload
-(text, source, the metadata columns). Shards are read one at a time and checked as every reader
+(text, source, a chunk's parent id and offsets, the metadata columns). Shards are read one at a time and checked as every reader
 checks them (listed, sizes and SHA-256 as recorded, unchanged while read)."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS
+
 DEFAULT_BATCH_ROWS = 2048
 
 
@@ -17,7 +19,7 @@ DEFAULT_BATCH_ROWS = 2048
 class RowBatch:
     ids: list[str]
     vectors: np.ndarray  # float32 [rows, width]
-    payloads: list[dict]  # id, text (when the run wrote it), source, metadata columns
+    payloads: list[dict]  # id, text (when the run wrote it), source, chunk columns, metadata
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +71,6 @@ def run_rows(folder: str, pooling: str | None) -> RunRows:
         raise ValueError(f"{found.manifest_path} lists no shards a store can be loaded from "
                          f"(formats {sorted(found.files)})")
     payload = ("id",) + (("text",) if found.has_text else ()) + ("source",) + \
-        found.metadata_columns
+        (CHUNK_COLUMNS if found.chunks else ()) + found.metadata_columns
     return RunRows(folder.rstrip("/"), chosen.name, chosen.column, chosen.width, int(found.counts.embedded or 0), payload,
                    str(found.model.name))
