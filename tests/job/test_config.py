@@ -21,7 +21,7 @@ def corpus(tmp_path):
     (["--pooling", "mean,avg"], "unknown pooling 'avg'; expected one of ['cls', 'lasttoken', 'max', 'mean', 'mean_sqrt_len_tokens', 'pooled_output', 'weightedmean']"),
     (["--pooling", "mean@-9"], "asks for layer -9, but the model has 2 layers"),
     (["--pooling", "pooled_output@1"], "takes no layer"),
-    (["--format", "parquet,csv"], "unknown --format 'csv'; expected one or more of ['parquet', 'tfrecord']"),
+    (["--format", "parquet,csv"], "unknown --format 'csv'; expected one or more of ['parquet', 'tfrecord', 'lance']"),
     (["--long-text", "split"], "unknown --long_text 'split'; expected one of ['truncate', 'chunk']"),
     (["--split", "words"], "unknown --split 'words'; expected one of ['none', 'sentences', 'chunks']"),
     (["--poolng", "mean"], "unknown flag '--poolng'; did you mean --pooling?"),
