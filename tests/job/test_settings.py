@@ -37,7 +37,7 @@ def test_defaults_and_keywords_from_python():
 
 @pytest.mark.parametrize("given, message", [
     ({"format": "parquet,csv"}, "unknown --format 'csv'; expected one or more of ['parquet', "
-                                "'tfrecord']"),
+                                "'tfrecord', 'lance']"),
     ({"format": ""}, "unknown --format ''; expected one or more of"),
     ({"split": "words"}, "unknown --split 'words'; expected one of ['none', 'sentences', 'chunks']"),
     ({"vector_dtype": "int4"}, "unknown --vector_dtype 'int4'; expected one of ['float32', "
