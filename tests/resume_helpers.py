@@ -24,6 +24,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEADLINE_S = 300
 
 
+WORDS = "river stone maple quartz lantern orbit velvet cedar ember harbor".split()
+
+
+def long_docs(path, n: int, seed: int, jsonl: bool = False) -> str:
+    """`n` documents of ~2.5 KB (the texts make the shards; the tiny model's vectors are
+    small), so a 1 MB shard holds ~400: a text file (ids path:line), or JSON lines with ids
+    (the same ids wherever the file is read from)."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            text = " ".join(rng.choice(WORDS, 360))
+            f.write(json.dumps({"id": f"d{i}", "text": text}) + "\n" if jsonl
+                    else f"{text} doc{i}\n")
+    return str(path)
+
+
 def local_commits(output: str) -> int:
     return len(glob.glob(os.path.join(output, ".beam-embed-staging-*", "commits", "*.json")))
 

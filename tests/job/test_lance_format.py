@@ -16,20 +16,14 @@ import pytest
 from beam_embed.pipeline.job.command import main
 from beam_embed.process import exits
 from tests.job_helpers import parquet_rows, run_job
-from tests.resume_helpers import kill_after, local_commits
+from tests.resume_helpers import kill_after, local_commits, long_docs
 
 pytestmark = pytest.mark.pipeline
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> str:
-    rng = np.random.default_rng(5)
-    words = np.array("lake bread violet copper wind saddle mirror plum ash comet".split())
-    path = tmp_path_factory.mktemp("lance") / "docs.txt"
-    with open(path, "w") as f:
-        for i in range(1200):
-            f.write(" ".join(rng.choice(words, 360)) + f" doc{i}\n")
-    return str(path)
+    return long_docs(tmp_path_factory.mktemp("lance") / "docs.txt", 1200, seed=5)
 
 
 def args(corpus: str, model: str, *more: str) -> list[str]:

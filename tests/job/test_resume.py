@@ -17,7 +17,7 @@ import pytest
 from beam_embed.pipeline.job.command import main
 from beam_embed.process import exits
 from tests.job_helpers import parquet_rows, run_job
-from tests.resume_helpers import assert_same_rows, kill_after, local_commits, manifest
+from tests.resume_helpers import assert_same_rows, kill_after, local_commits, long_docs, manifest
 
 pytestmark = pytest.mark.pipeline
 
@@ -27,15 +27,8 @@ BOUND_MB = 1
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> str:
-    """Documents of ~2.5 KB (the texts make the shards; the tiny model's vectors are small),
-    so a 1 MB shard holds ~400 and the run commits four sets or so."""
-    rng = np.random.default_rng(7)
-    words = np.array("river stone maple quartz lantern orbit velvet cedar ember harbor".split())
-    path = tmp_path_factory.mktemp("resume") / "docs.txt"
-    with open(path, "w") as f:
-        for i in range(DOCS):
-            f.write(" ".join(rng.choice(words, 360)) + f" doc{i}\n")
-    return str(path)
+    """A 1 MB shard holds ~400 of them: the run commits four sets or so."""
+    return long_docs(tmp_path_factory.mktemp("resume") / "docs.txt", DOCS, seed=7)
 
 
 def args(corpus: str, model: str, *more: str) -> list[str]:

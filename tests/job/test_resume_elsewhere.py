@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
 from beam_embed.pipeline.job.command import main
 from beam_embed.process import exits
 from tests.job_helpers import run_job
-from tests.resume_helpers import assert_same_rows, kill_after, local_commits
+from tests.resume_helpers import assert_same_rows, kill_after, local_commits, long_docs
 
 pytestmark = pytest.mark.pipeline
 
@@ -22,14 +21,8 @@ DOCS = 1200
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> str:
-    """JSON lines with ids (the same ids wherever the file is read from), ~2.5 KB texts."""
-    rng = np.random.default_rng(11)
-    words = np.array("north delta quill saffron tundra pixel amber glacier onyx fjord".split())
-    path = tmp_path_factory.mktemp("resume_elsewhere") / "docs.jsonl"
-    with open(path, "w") as f:
-        for i in range(DOCS):
-            f.write(json.dumps({"id": f"d{i}", "text": " ".join(rng.choice(words, 360))}) + "\n")
-    return str(path)
+    return long_docs(tmp_path_factory.mktemp("resume_elsewhere") / "docs.jsonl", DOCS, seed=11,
+                     jsonl=True)
 
 
 def args(model: str, *more: str) -> list[str]:
