@@ -1,5 +1,6 @@
 """`beam-embed export-model SRC_DIR OUT_DIR [--name NAME] [--checkpoint PREFIX]
-[--lower-case | --no-lower-case] [--overwrite]`."""
+[--lower-case | --no-lower-case] [--overwrite]`; SRC_DIR may be a Hugging Face Hub id
+(ORG/NAME[@REVISION]), downloaded first as `run --model ORG/NAME` downloads it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ def parser() -> CommandParser:
               "(OUT_DIR may be gs://).")
     p.add_argument("src_dir", help="folder with config.json, weights, vocab.txt (XLM-R: "
                                    "sentencepiece.bpe.model), or with bert_config.json, "
-                                   "vocab.txt, a TF checkpoint")
+                                   "vocab.txt, a TF checkpoint; or a Hugging Face Hub id "
+                                   "ORG/NAME[@REVISION] that names no local folder, downloaded "
+                                   "into the model cache first (the `hub` extra)")
     p.add_argument("out_dir", help="where encoder/, preprocessor/, beam_embed.json go")
-    p.add_argument("--name", help="model name recorded in beam_embed.json and manifests")
+    p.add_argument("--name", help="model name recorded in beam_embed.json and manifests "
+                                  "(default: the folder's, or a Hub id's NAME)")
     p.add_argument("--checkpoint", metavar="PREFIX",
                    help="TF checkpoint prefix to read (e.g. model.ckpt-1000); default: the "
                         "latest a `checkpoint` file names, else bert_model.ckpt")
@@ -69,11 +73,23 @@ def check_out_dir(out_dir: str, overwrite: bool) -> None:
                          "pass --overwrite to replace it or choose another OUT_DIR")
 
 
+def source(src_dir: str, name: str | None) -> tuple[str, str | None]:
+    """The checkpoint folder to export and its name: a Hub id that names no local folder is
+    downloaded (a HubError, a ValueError, in one line when it cannot be had)."""
+    from beam_embed.models.hub_download import downloaded, hub_id, hub_name
+
+    hub = hub_id(src_dir)
+    if hub is None:
+        return src_dir, name
+    return downloaded(*hub), name or hub_name(hub[0])
+
+
 @one_line_errors("beam-embed export-model")
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse(sys.argv[1:] if argv is None else list(argv))
         check_out_dir(args.out_dir, args.overwrite)
+        src_dir, name = source(args.src_dir, args.name)
     except (FlagError, ValueError) as e:
         return refused(PROG, e)
     import_tensorflow()
@@ -81,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from beam_embed.models.export.convert import export_checkpoint
 
     try:
-        meta = export_checkpoint(args.src_dir, args.out_dir, name=args.name,
+        meta = export_checkpoint(src_dir, args.out_dir, name=name,
                                  checkpoint=args.checkpoint, lower_case=args.lower_case)
     except CheckpointError as e:
         return refused(PROG, e)

@@ -123,6 +123,30 @@ def test_no_hub_and_no_such_repo_are_one_line(hub_env, monkeypatch, capsys):
         assert hub.downloads()
 
 
+def test_export_model_takes_a_hub_id(hub_env, monkeypatch, capsys):
+    """`export-model ORG/NAME[@REV] OUT`: downloaded as `run --model` downloads it, exported
+    under the Hub name, the same vectors as the folder exported; without a hub, one line."""
+    from beam_embed.models.export.convert import export_checkpoint
+
+    folder = _st_folder(str(hub_env / "tiny-st"))
+    export_checkpoint(folder, str(hub_env / "local"))
+    out = str(hub_env / "from-hub")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    assert cli(["export-model", REPO, out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"cannot download the Hub model {REPO}" in err, err
+    assert not os.path.exists(out)
+    with serving({REPO: folder}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        assert cli(["export-model", f"{REPO}@{COMMIT}", out]) == 0
+        assert hub.downloads()
+    assert "exported tiny-st (" in capsys.readouterr().out
+    with open(os.path.join(out, "beam_embed.json"), encoding="utf-8") as f:
+        assert json.load(f)["name"] == "tiny-st"
+    np.testing.assert_allclose(_vectors(out, prompt_name="query"),
+                               _vectors(str(hub_env / "local"), prompt_name="query"), atol=1e-6)
+
+
 def test_a_local_folder_wins_over_a_hub_id(hub_env, monkeypatch):
     from beam_embed.models.export.convert import export_checkpoint
 
