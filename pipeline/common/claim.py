@@ -26,7 +26,7 @@ import uuid
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.claim_stores import CLAIM, store_for
-from beam_embed.pipeline.common.errors import CommandError
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.process import exits
 from beam_embed.process.log import log
 

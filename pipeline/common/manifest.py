@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.buckets import refuse_missing_bucket
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 MANIFEST = "manifest.json"
 PREFIX = "embeddings"

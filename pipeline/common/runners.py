@@ -33,7 +33,7 @@ def check_runner(options: PipelineOptions) -> None:
             connect,
         )
     except ImportError as e:
-        from beam_embed.pipeline.common.command_line import without_dask
+        from beam_embed.pipeline.common.settings.command_line import without_dask
 
         raise ValueError(without_dask(f"--runner {options.view_as(StandardOptions).runner}")) \
             from e

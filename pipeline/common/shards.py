@@ -33,10 +33,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.file_digests import file_sha256
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.literal_paths import escape
 from beam_embed.pipeline.common.manifest import manifest_sha256
 from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,8 +25,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from beam_embed.pipeline.common.claim import Claim, Holder, claim_output, release_held
-from beam_embed.pipeline.common.errors import CommandError, exit_code, one_line
 from beam_embed.pipeline.common.manifest import OutputKind
+from beam_embed.pipeline.common.settings.errors import CommandError, exit_code, one_line
 from beam_embed.pipeline.common.staging import (
     NothingPublished,
     Previous,

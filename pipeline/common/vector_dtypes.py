@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.common.vectors import vector_matrix
 

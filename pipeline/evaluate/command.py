@@ -21,8 +21,8 @@ import sys
 import time
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
 from beam_embed.pipeline.evaluate.sample_pairs import sample_dataset

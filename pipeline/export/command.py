@@ -8,8 +8,8 @@ import os
 import sys
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser, FlagError
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 
 PROG = "beam-embed export-model"
 

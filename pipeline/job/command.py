@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         print_help()
         return exits.OK
     if "--help-beam" in argv:
-        from beam_embed.pipeline.common.command_line import beam_flags
+        from beam_embed.pipeline.common.settings.command_line import beam_flags
 
         beam_flags()[0].print_help()
         return exits.OK

@@ -9,7 +9,7 @@ import os
 
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.common.settings.sample_corpus import write_sample_corpus
 from beam_embed.pipeline.job.chunking import chunking, prompt_tokens
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings

@@ -23,8 +23,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser, check_beam_args
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,
     DEFAULT_SAMPLE,

@@ -22,7 +22,6 @@ from beam_embed.pipeline.common.embedding_set import (
     EmbeddingSet,
     load_embedding_set,
 )
-from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.literal_paths import matching
 from beam_embed.pipeline.common.manifest import (
     MANIFEST,
@@ -42,6 +41,7 @@ from beam_embed.pipeline.common.output_formats.schema import (
     own_columns,
 )
 from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
     check_shards,

@@ -21,8 +21,8 @@ import time
 import unicodedata
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
     COLLAPSE_CANDIDATES,

@@ -16,8 +16,8 @@ from apache_beam.io.filesystem import BeamIOError, FileMetadata, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.claim import claim_output
-from beam_embed.pipeline.common.errors import CommandError
 from beam_embed.pipeline.common.manifest import JOB
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.pipeline.common.staging import (
     JOURNAL,
     STAGING_MARKER,

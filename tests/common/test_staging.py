@@ -8,8 +8,8 @@ import json
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.errors import CommandError
 from beam_embed.pipeline.common.manifest import JOB
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.pipeline.common.staging import (
     STAGING_MARKER,
     NothingPublished,

@@ -22,7 +22,7 @@ import time
 import apache_beam as beam
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
-from beam_embed.pipeline.common.errors import one_line
+from beam_embed.pipeline.common.settings.errors import one_line
 from beam_embed.process.private_apis.beam_runner import (
     create_stand_in,
     dask_options,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 DATASET = "embeddings.lance"  # the run's dataset, in its folder; the table `embeddings`
 SUFFIX = ".lance"

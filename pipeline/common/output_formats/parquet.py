@@ -15,8 +15,8 @@ them.
 
 from __future__ import annotations
 
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
 from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 SUFFIX = ".parquet"
 GROUPS_PER_SPLIT = 16  # pca: a split's row groups are read in order, one worker; splits spread

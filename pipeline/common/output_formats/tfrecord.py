@@ -26,8 +26,8 @@ import functools
 import struct
 from collections.abc import Iterator
 
-from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 SUFFIX = ".tfrecord"
 

@@ -38,7 +38,7 @@ def test_a_misspelled_dask_flag_is_one_line_with_a_hint(capsys):
                                             (["--dask_npartitions", "2"], True)])
 def test_daskoptions_are_imported_only_for_a_dask_flag(argv, imported):
     script = ("import sys\n"
-              "from beam_embed.pipeline.common.command_line import check_beam_args\n"
+              "from beam_embed.pipeline.common.settings.command_line import check_beam_args\n"
               f"check_beam_args({argv!r}, set(), 'p')\n"
               "print('distributed' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
