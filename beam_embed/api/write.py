@@ -26,7 +26,7 @@ import apache_beam as beam
 from beam_embed.api.elements import Embedding
 from beam_embed.api.keywords import explicit_keywords, renamed_keyword, run_settings
 from beam_embed.api.quiet import LOGGER
-from beam_embed.pipeline.common.records import EMPTY, DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import EMPTY, DeadLetter, EmbeddedBatch, Record
 
 __all__ = ["WriteEmbeddings"]
 

@@ -20,8 +20,8 @@ from beam_embed.pipeline.common.manifest import (
     PoolingEntry,
     ShardRows,
 )
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 from beam_embed.pipeline.common.staging import safe_names
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PoolingColumn:
     width: int
     normalize: bool
     dtype: str = "float32"
-    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.vector_dtypes
+    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.rows.vector_dtypes
     offset: tuple = ()
 
     def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples

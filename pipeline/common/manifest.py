@@ -253,7 +253,7 @@ class ModelEntry(_Entry):
 @dataclass(frozen=True)
 class PoolingEntry(_Entry):
     """One pooling's vector column; int8 adds its ranges (value = code * scale + offset, per
-    dimension: beam_embed.pipeline.common.vector_dtypes)."""
+    dimension: beam_embed.pipeline.common.rows.vector_dtypes)."""
     name: str
     column: str
     width: int

@@ -23,7 +23,7 @@ from beam_embed.pipeline.common.manifest import (
 )
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
-from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
+from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.job.chunking import chunking
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names

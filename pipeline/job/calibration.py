@@ -27,8 +27,12 @@ import time
 
 import numpy as np
 
-from beam_embed.pipeline.common.records import Record
-from beam_embed.pipeline.common.vector_dtypes import CALIBRATION_ROWS, StoredVectors, int8_ranges
+from beam_embed.pipeline.common.rows.records import Record
+from beam_embed.pipeline.common.rows.vector_dtypes import (
+    CALIBRATION_ROWS,
+    StoredVectors,
+    int8_ranges,
+)
 from beam_embed.pipeline.job.cleaning import SentenceSplitter
 from beam_embed.pipeline.job.decompress import READ_ERRORS, compression_of, open_input
 from beam_embed.pipeline.job.formats import READERS, detect_format

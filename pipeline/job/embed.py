@@ -27,7 +27,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
 from beam_embed.pipeline.common.dask_runner.progress import tell as tell_launcher
-from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
 from beam_embed.pipeline.job.threads import worker_threads

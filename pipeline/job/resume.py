@@ -179,7 +179,7 @@ def check_same_run(attempt: Attempt, run) -> None:
 
 def kept_storage(attempt: Attempt, run):
     """int8's ranges as the first attempt calibrated them (kept and new rows share one scale)."""
-    from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+    from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 
     stored = attempt.record.get("stored") or []
     return tuple(StoredVectors(**{k: tuple(v) if isinstance(v, list) else v

@@ -38,6 +38,7 @@ from beam_embed.pipeline.common.manifest import (
     ReuseEntry,
     model_differences,
 )
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
@@ -45,7 +46,6 @@ from beam_embed.pipeline.common.shards import (
     check_unchanged,
     unverified,
 )
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
 from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read

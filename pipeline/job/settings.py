@@ -23,8 +23,8 @@ from beam_embed.models.encoder_choices import (
     TOKEN_UNITS,
 )
 from beam_embed.pipeline.common import output_formats
+from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.common.settings.setting_fields import Settings, flag, positive, setting
-from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
 from beam_embed.pipeline.job import formats as readers
 
 SPLIT_MODES = ("none", "sentences", "chunks")

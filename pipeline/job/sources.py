@@ -30,7 +30,7 @@ from beam_embed.pipeline.common.buckets import (
     refuse_if_listing_found_no_bucket,
     refuse_missing_bucket,
 )
-from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
 from beam_embed.pipeline.job.formats import (

@@ -289,7 +289,7 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
     """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row.
     `stored`: how the run stored each column (StoredVectors, in `columns`' order; None:
     float32); an int8 run's codes read back as values its ranges encode to the same codes."""
-    from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
+    from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors, read_back
 
     names = [c for c, _ in columns]
     stored = stored or tuple(StoredVectors("float32", w) for _, w in columns)

@@ -35,8 +35,8 @@ class RunRows:
 
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RowBatch]:
         from beam_embed.pipeline.common.embedding_set import load_embedding_set
+        from beam_embed.pipeline.common.rows.vector_dtypes import read_back
         from beam_embed.pipeline.common.shards import check_shards, check_unchanged
-        from beam_embed.pipeline.common.vector_dtypes import read_back
 
         found = load_embedding_set(self.folder)
         chosen = found.pooling(self.column)
