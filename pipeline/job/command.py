@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
             from beam_embed.pipeline.job.dry_run import dry_run
             return dry_run(job.settings, options)
         settings = job.settings
-        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
+        from beam_embed.pipeline.common.runners.choice import check_runner, cluster_path, is_dask
 
         check_runner(options)  # a Dask run's scheduler answers
         check_output(settings.output, JOB, settings.overwrite)  # before the model loads
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
     if is_dask(options):  # every worker sees the output and the model, and the same model
-        from beam_embed.pipeline.common.runners import check_cluster
+        from beam_embed.pipeline.common.runners.choice import check_cluster
 
         try:
             check_cluster(options, run.output, run.encoder, run.encoder.fingerprint())
@@ -237,7 +237,7 @@ def execute(options, run) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from beam_embed.pipeline.common.runners import is_dask, runner_for
+    from beam_embed.pipeline.common.runners.choice import is_dask, runner_for
     from beam_embed.pipeline.job.build import build_pipeline
     from beam_embed.process.job_process import resume_collector
 
@@ -267,13 +267,13 @@ def execute(options, run) -> None:
 def _progress(options, expected: float, every_s: float):
     """A Dask run's progress line, from the counts its workers post (a local run's workers
     print their own)."""
-    from beam_embed.pipeline.common.runners import is_dask
+    from beam_embed.pipeline.common.runners.choice import is_dask
 
     if not is_dask(options) or every_s <= 0:
         yield
         return
-    from beam_embed.pipeline.common.dask_runner.progress import Watch
-    from beam_embed.pipeline.common.dask_runner.runner import connect
+    from beam_embed.pipeline.common.runners.dask.progress import Watch
+    from beam_embed.pipeline.common.runners.dask.runner import connect
 
     client = connect(options, workers=False)
     try:

@@ -102,7 +102,7 @@ def main(argv=None) -> int:
         args, beam_args = parse_args(argv)
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
+        from beam_embed.pipeline.common.runners.choice import check_runner, cluster_path, is_dask
         from beam_embed.pipeline.pca.job import check
 
         options = PipelineOptions(beam_args)

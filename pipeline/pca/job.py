@@ -40,7 +40,7 @@ from beam_embed.pipeline.common.output_formats.schema import (
     metadata_field,
     own_columns,
 )
-from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.pipeline.common.runners.choice import runner_for
 from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.common.shards import (
     CheckedShards,
