@@ -12,7 +12,8 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.manifest import (
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.run_folder.manifest import (
     MANIFEST,
     Counts,
     JobManifest,
@@ -20,8 +21,7 @@ from beam_embed.pipeline.common.manifest import (
     PoolingEntry,
     ShardRows,
 )
-from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
-from beam_embed.pipeline.common.staging import safe_names
+from beam_embed.pipeline.common.run_folder.staging import safe_names
 
 
 @dataclass(frozen=True)

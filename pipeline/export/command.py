@@ -45,7 +45,7 @@ def _present(path: str) -> bool:
         return os.path.lexists(path)
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.pipeline.common.literal_paths import objects_under
+    from beam_embed.pipeline.common.run_folder.literal_paths import objects_under
 
     return FileSystems.exists(path) or bool(objects_under(path, limit=1))
 

@@ -33,12 +33,12 @@ import apache_beam as beam
 from beam_embed.models.spec import recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import EmbeddingSet
-from beam_embed.pipeline.common.manifest import (
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.run_folder.manifest import (
     JobManifest,
     ReuseEntry,
     model_differences,
 )
-from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 from beam_embed.pipeline.common.shards import (
     CheckedShards,

@@ -16,9 +16,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.bundle_write import number_shards, shard_names, write_shards
-from beam_embed.pipeline.common.literal_paths import ExactFinalize
-from beam_embed.pipeline.common.manifest import (
+from beam_embed.pipeline.common.run_folder.bundle_write import (
+    number_shards,
+    shard_names,
+    write_shards,
+)
+from beam_embed.pipeline.common.run_folder.literal_paths import ExactFinalize
+from beam_embed.pipeline.common.run_folder.manifest import (
     ERRORS_PREFIX,
     SHARD_TEMPLATE,
     Counts,
@@ -27,7 +31,7 @@ from beam_embed.pipeline.common.manifest import (
     ShardRows,
     listed_files,
 )
-from beam_embed.pipeline.common.shard_digests import SIDECAR, take_digests
+from beam_embed.pipeline.common.run_folder.shard_digests import SIDECAR, take_digests
 
 
 class WriteDeadLetters(beam.PTransform):

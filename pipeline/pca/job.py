@@ -3,7 +3,7 @@ against the manifest and the saved fit (make_plan), then one Beam pipeline that 
 twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
 WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
 sample (exports.py) and writes the manifest last. Everything is written into the run's staging
-folder inside the output folder and swapped in whole at the end (beam_embed.pipeline.common.staging), so
+folder inside the output folder and swapped in whole at the end (beam_embed.pipeline.common.run_folder.staging), so
 the previous run stays as it was until this one is complete."""
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ from beam_embed.pipeline.common.embedding_set import (
     EmbeddingSet,
     load_embedding_set,
 )
-from beam_embed.pipeline.common.literal_paths import matching
-from beam_embed.pipeline.common.manifest import (
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.output_formats.schema import (
+    META_PREFIX,
+    metadata_field,
+    own_columns,
+)
+from beam_embed.pipeline.common.run_folder.literal_paths import matching
+from beam_embed.pipeline.common.run_folder.manifest import (
     MANIFEST,
     ModelEntry,
     OutputKind,
@@ -34,12 +40,8 @@ from beam_embed.pipeline.common.manifest import (
     make_folder,
     model_differences,
 )
-from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.output_formats.schema import (
-    META_PREFIX,
-    metadata_field,
-    own_columns,
-)
+from beam_embed.pipeline.common.run_folder.staged_run import staged_run
+from beam_embed.pipeline.common.run_folder.staging import check_output, naming_file
 from beam_embed.pipeline.common.runners.choice import runner_for
 from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.common.shards import (
@@ -48,8 +50,6 @@ from beam_embed.pipeline.common.shards import (
     check_unchanged,
     unverified,
 )
-from beam_embed.pipeline.common.staged_run import staged_run
-from beam_embed.pipeline.common.staging import check_output, naming_file
 from beam_embed.pipeline.pca.exports import (
     HTML_FILE,
     PNG_FILE,

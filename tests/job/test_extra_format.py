@@ -15,8 +15,8 @@ from apache_beam.io.iobase import Write
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
 from beam_embed.pipeline.common.output_formats import OutputFormat
+from beam_embed.pipeline.common.run_folder.manifest import PREFIX, SHARD_TEMPLATE
 from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.common.shards import check_shards
 from beam_embed.pipeline.job.sinks import JsonLinesSink

@@ -38,8 +38,8 @@ class OutputFormat:
     # open_batches(handle, schema, shard_bytes) -> an object writing the job's EmbeddedBatches
     # into one open file (encode(batch) -> a payload with its size in `nbytes` or len();
     # write(payload); pending_bytes(): what it holds not yet written; close()):
-    # the job's shards of bounded size, committed as they close (committed_shards.py), which
-    # --resume keeps. None: the job writes the format with `write` alone (no --resume)
+    # the job's shards of bounded size, committed as they close (run_folder/committed_shards.py),
+    # which --resume keeps. None: the job writes the format with `write` alone (no --resume)
     open_batches: Callable | None = None
     # a dataset format (one dataset of the run, not shards: Lance) writes a part of it in each
     # shard set instead: open_part(output, set_name, schema, shard_bytes) -> an object with

@@ -160,8 +160,8 @@ class ParquetBatches:
 
 
 def open_batches(handle, schema, shard_bytes: int) -> ParquetBatches:
-    """A shard of the job's rows being written (committed_shards.py): row groups of at most
-    64 MiB, and at least four to a shard."""
+    """A shard of the job's rows being written (run_folder/committed_shards.py): row groups of
+    at most 64 MiB, and at least four to a shard."""
     return ParquetBatches(handle, schema, max(1, min(64 << 20, shard_bytes // 4)))
 
 
@@ -202,8 +202,8 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.pipeline.common.bundle_write import write_shards
-    from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
+    from beam_embed.pipeline.common.run_folder.bundle_write import write_shards
+    from beam_embed.pipeline.common.run_folder.manifest import PREFIX, SHARD_TEMPLATE
 
     shards = sink(FileSystems.join(output, PREFIX), arrow_schema(schema), num_shards, SUFFIX,
                   SHARD_TEMPLATE, digests=True)

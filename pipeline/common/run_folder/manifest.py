@@ -3,7 +3,7 @@ new run claims the folder (the model's fingerprint is its encoder kind's: beam_e
 
 Every manifest.json is written and read through its typed class, `JobManifest` (`beam-embed
 run`) or `PcaManifest` (`beam-embed pca`), each with its own format version; the output
-folder's checks (beam_embed.pipeline.common.staging) read any command's manifest leniently, through the
+folder's checks (beam_embed.pipeline.common.run_folder.staging) read any command's manifest leniently, through the
 classes' `recognizes` and `listed_in`.
 
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.buckets import refuse_missing_bucket
+from beam_embed.pipeline.common.run_folder.buckets import refuse_missing_bucket
 from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 MANIFEST = "manifest.json"
@@ -36,7 +36,7 @@ JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # names that look
 @dataclass(frozen=True)
 class OutputKind:
     """What one command writes into its output folder, for the checks that decide what a new
-    run may replace there (beam_embed.pipeline.common.staging): only the files a manifest of this kind
+    run may replace there (beam_embed.pipeline.common.run_folder.staging): only the files a manifest of this kind
     lists are ever replaced or deleted."""
     command: str  # for messages: "beam-embed run"
     patterns: tuple[str, ...]  # globs: names that look like its outputs

@@ -61,7 +61,7 @@ def with_sidecars(sources: list[str], destinations: list[str], present: set[str]
 def take_digests(paths: list[str]) -> dict[str, dict]:
     """{path: its digest} for those of `paths` that have a sidecar, each sidecar read and
     deleted."""
-    from beam_embed.pipeline.common.literal_paths import delete_files, existing
+    from beam_embed.pipeline.common.run_folder.literal_paths import delete_files, existing
 
     there = existing([sidecar(p) for p in paths])
     found = {}
