@@ -30,7 +30,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set  # noqa: E402
 from beam_embed.pipeline.common.output_formats import output_format  # noqa: E402
 from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402

@@ -84,7 +84,7 @@ class _WriteManifest(beam.DoFn):
         listed = listed_files(written, self._formats, self._output)
         # each shard's rows and its size and hash, taken as it was written (a committed set's
         # from its commit; another format's rows read back): readers check them
-        # (beam_embed.pipeline.common.shards)
+        # (beam_embed.pipeline.common.finished_run.shards)
         committed = {names[p]: entry for p, entry in known.items()}
         paths = {name: FileSystems.join(self._output, name)
                  for fmt in self._formats for name in listed["files"].get(fmt.name, ())}

@@ -13,7 +13,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.rows.vector_dtypes import read_back
 from beam_embed.pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)

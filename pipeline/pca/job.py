@@ -17,10 +17,16 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.embedding_set import (
+from beam_embed.pipeline.common.finished_run.embedding_set import (
     BASE_TYPES,
     EmbeddingSet,
     load_embedding_set,
+)
+from beam_embed.pipeline.common.finished_run.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
 )
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import (
@@ -44,12 +50,6 @@ from beam_embed.pipeline.common.run_folder.staged_run import staged_run
 from beam_embed.pipeline.common.run_folder.staging import check_output, naming_file
 from beam_embed.pipeline.common.runners.choice import runner_for
 from beam_embed.pipeline.common.settings.errors import IncompleteInput
-from beam_embed.pipeline.common.shards import (
-    CheckedShards,
-    check_shards,
-    check_unchanged,
-    unverified,
-)
 from beam_embed.pipeline.pca.exports import (
     HTML_FILE,
     PNG_FILE,

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         collapsing = _collapsing(args.collapse, corpus.has_text)
     except ValueError as e:
         return refused(PROG, e)
-    from beam_embed.pipeline.common.shards import check_unchanged
+    from beam_embed.pipeline.common.finished_run.shards import check_unchanged
     p = corpus.pooling
     embedded = embedder.embed(list(args.queries))
     for line in cut_queries(embedded.num_tokens, embedded.truncated,

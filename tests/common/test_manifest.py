@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
 from beam_embed.pipeline.common.run_folder.manifest import (
     JOB,
     JOB_MANIFEST_VERSION,

@@ -14,7 +14,13 @@ one module + one entry here + its tests (tests/job/test_extra_format.py register
 alone).
 
 The registry is a plain dict, read when asked (never copied at import), so a test can register
-a format of its own for the length of the test.
+a format of its own for the length of the test. Beside the formats: Beam's file sink around a
+format's writer (sink.py) and the thread that reads a format's next row group ahead
+(prefetch.py).
+
+May import: beam_embed.pipeline.common.run_folder (the folder's names, bundle writes, digests),
+.rows, .settings, Beam, pyarrow, numpy, TensorFlow (inside functions only). Never
+.finished_run or .stores, which read a run through these formats.
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def row_groups(path: str, columns: list[str]):
 # pca: shard paths -> one block per row group, in splits of up to GROUPS_PER_SPLIT row groups
 # spread over the workers, each split's next row groups read on a thread while the current block
 # is worked on (a 1M-row PCA spends about as long decoding Parquet as in BLAS; see
-# beam_embed.pipeline.common.prefetch).
+# beam_embed.pipeline.common.output_formats.prefetch).
 
 def row_group_splits(path: str):
     """(path, first, stop) row-group ranges of one Parquet shard, GROUPS_PER_SPLIT at most."""
@@ -263,7 +263,7 @@ def read_row_groups(split, columns: list[str]):
     parallelism (measured: the same speed or slower with them on)."""
     import pyarrow.parquet as pq
 
-    from beam_embed.pipeline.common.prefetch import prefetched
+    from beam_embed.pipeline.common.output_formats.prefetch import prefetched
 
     path, first, stop = split
     with _open(path) as f:
@@ -274,7 +274,7 @@ def read_row_groups(split, columns: list[str]):
 
 def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
     """Shard paths -> one block per row group (the rows were checked against the manifest from
-    the footers before: beam_embed.pipeline.common.shards.check_shards)."""
+    the footers before: beam_embed.pipeline.common.finished_run.shards.check_shards)."""
     import apache_beam as beam
     import pyarrow as pa
 
@@ -304,7 +304,7 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
 
 def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
     """read_embeddings: the shard's `columns` and the pooling's column (its rows were checked
-    against the manifest from the footers before: beam_embed.pipeline.common.shards)."""
+    against the manifest from the footers before: beam_embed.pipeline.common.finished_run.shards)."""
     import pyarrow.parquet as pq
 
     with _open(path) as f:

@@ -7,7 +7,7 @@ folder's checks (beam_embed.pipeline.common.run_folder.staging) read any command
 classes' `recognizes` and `listed_in`.
 
 `manifest.json` is written last by a run, so its presence means the run finished; every reader
-(pca, search, --reuse) finds the shards through it (beam_embed.pipeline.common.embedding_set).
+(pca, search, --reuse) finds the shards through it (beam_embed.pipeline.common.finished_run.embedding_set).
 "This folder is not a job output" is answered here, once, for every command.
 """
 

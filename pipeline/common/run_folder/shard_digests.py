@@ -1,5 +1,5 @@
 """Each shard's size and SHA-256, computed as the shard is written, for the manifest's `digests`
-(readers check what they read against them: beam_embed.pipeline.common.shards).
+(readers check what they read against them: beam_embed.pipeline.common.finished_run.shards).
 
 The job's sink hashes the bytes on their way into the file (`HashingFile`), so the output is
 never read back just to hash it. The hash is found by the step that writes the manifest, which
