@@ -69,7 +69,7 @@ class _Claim(beam.DoFn):
         self._output, self._run_id, self._overwrite = output, run_id, overwrite
 
     def process(self, _):
-        from beam_embed.pipeline.common.run_folder.manifest import JOB, make_folder
+        from beam_embed.pipeline.common.run_folder.manifest.job import JOB, make_folder
         from beam_embed.pipeline.common.run_folder.staged_run import StagedRun
         from beam_embed.pipeline.common.run_folder.staging import discard, staging_folder
 
@@ -234,7 +234,7 @@ class WriteEmbeddings(beam.PTransform):
                  store: str | Sequence[str] | None = None, store_table: str | None = None,
                  store_sync: bool | None = None,
                  formats: Sequence[str] | None = None, stores: Sequence[str] | None = None):
-        from beam_embed.pipeline.common.run_folder.manifest import JOB
+        from beam_embed.pipeline.common.run_folder.manifest.job import JOB
         from beam_embed.pipeline.common.run_folder.staging import check_output
 
         super().__init__()

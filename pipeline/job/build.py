@@ -16,7 +16,7 @@ from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
 from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.common.run_folder.committed_shards import ShardSets
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     DUPLICATE_EXAMPLE,
     InputsEntry,
     JobManifest,

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     except ValueError as e:
         return _bad_config(e)
     from beam_embed.models.hub_loader import is_remote
-    from beam_embed.pipeline.common.run_folder.manifest import JOB, make_folder
+    from beam_embed.pipeline.common.run_folder.manifest.job import JOB, make_folder
     from beam_embed.pipeline.common.run_folder.staging import check_output
     from beam_embed.pipeline.job.beam_options import beam_options
     from beam_embed.pipeline.job.resolved import check_accelerator, resolve
@@ -110,7 +110,7 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
     """The run, holding the output folder's claim from its last check to the swap. `given`:
     the settings as the user gave them, before the input decided what they left unset (the
     run's first line says which were decided)."""
-    from beam_embed.pipeline.common.run_folder.manifest import JOB
+    from beam_embed.pipeline.common.run_folder.manifest.job import JOB
     from beam_embed.pipeline.common.run_folder.staged_run import OutputRefused, staged_run
     from beam_embed.pipeline.job.input_fields import fields_note
     from beam_embed.pipeline.job.resolved import check_model_limits, workers_run_here

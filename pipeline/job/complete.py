@@ -10,7 +10,7 @@ instead, and nothing is published.
 
 from __future__ import annotations
 
-from beam_embed.pipeline.common.run_folder.manifest import JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 from beam_embed.pipeline.common.settings.errors import CommandError
 
 

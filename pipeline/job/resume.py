@@ -33,7 +33,7 @@ from beam_embed.pipeline.common.run_folder.committed_shards import (
     read_keys,
     record_key,
 )
-from beam_embed.pipeline.common.run_folder.manifest import ResumeEntry
+from beam_embed.pipeline.common.run_folder.manifest.job import ResumeEntry
 from beam_embed.process.log import log
 
 ATTEMPT = "resume.json"  # in the staging folder: what the run continues, checked on --resume
@@ -270,7 +270,7 @@ def say_resuming(resumed: Resumed, folder: str) -> None:
 
 def say_resumed(resumed: Resumed, folder: str) -> None:
     """The run's line once published: K of N records kept (N: every record read)."""
-    from beam_embed.pipeline.common.run_folder.manifest import JobManifest
+    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 
     try:
         read = JobManifest.read(folder).counts.read

@@ -40,7 +40,7 @@ from beam_embed.pipeline.common.finished_run.shards import (
     unverified,
 )
 from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     JobManifest,
     ReuseEntry,
     model_differences,

@@ -22,7 +22,7 @@ from beam_embed.pipeline.common.run_folder.bundle_write import (
     write_shards,
 )
 from beam_embed.pipeline.common.run_folder.literal_paths import ExactFinalize
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     ERRORS_PREFIX,
     SHARD_TEMPLATE,
     Counts,

@@ -11,7 +11,7 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.run_folder.manifest import MANIFEST, Counts, JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.job import MANIFEST, Counts, JobManifest
 from beam_embed.process import exits
 from beam_embed.process.log import log
 

@@ -35,7 +35,7 @@ from beam_embed.pipeline.common.output_formats.schema import (
     own_columns,
 )
 from beam_embed.pipeline.common.run_folder.literal_paths import matching
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     MANIFEST,
     ModelEntry,
     OutputKind,

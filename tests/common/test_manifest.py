@@ -9,7 +9,7 @@ import json
 import pytest
 
 from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     JOB,
     JOB_MANIFEST_VERSION,
     PCA_MANIFEST_VERSION,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     Counts,
     Digest,
     JobManifest,

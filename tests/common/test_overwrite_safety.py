@@ -16,7 +16,7 @@ from apache_beam.io.filesystem import BeamIOError, FileMetadata, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.run_folder.claim import claim_output
-from beam_embed.pipeline.common.run_folder.manifest import JOB
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
 from beam_embed.pipeline.common.run_folder.staging import (
     JOURNAL,
     STAGING_MARKER,

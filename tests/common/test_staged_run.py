@@ -13,7 +13,7 @@ import pytest
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.run_folder.claim import CLAIM, claim_output
-from beam_embed.pipeline.common.run_folder.manifest import JOB
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
 from beam_embed.pipeline.common.run_folder.staged_run import OutputRefused, StagedRun, staged_run
 from beam_embed.pipeline.common.run_folder.staging import JOURNAL, STAGING_PREFIX, make_staging
 from beam_embed.pipeline.common.settings.errors import CommandError, IncompleteInput

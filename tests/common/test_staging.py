@@ -8,7 +8,7 @@ import json
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.run_folder.manifest import JOB
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
 from beam_embed.pipeline.common.run_folder.staging import (
     STAGING_MARKER,
     NothingPublished,

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
-from beam_embed.pipeline.common.run_folder.manifest import (
+from beam_embed.pipeline.common.run_folder.manifest.job import (
     MANIFEST,
     Counts,
     JobManifest,

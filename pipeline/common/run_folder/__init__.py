@@ -2,7 +2,7 @@
 on it (claim.py; where the claim file lives, per filesystem: claim_stores.py), the staging
 folder a run is written into and swapped in from (staging.py), the claim -> stage -> publish
 span that `run`, `pca` and the API's WriteEmbeddings share (staged_run.py), the manifest and the
-folder's names (manifest.py, the only writer and reader of manifest.json), the job's shards
+folder's names (manifest/, the only writer and reader of manifest.json), the job's shards
 committed as they close (committed_shards.py), files written inside the bundles that make them
 (bundle_write.py), each shard's size and SHA-256 taken as it is written (shard_digests.py), and
 the paths underneath all of it: user-named paths used literally, never as glob patterns
