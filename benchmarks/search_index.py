@@ -79,7 +79,7 @@ def project_methods(folder: str, paths: list[str], width: int, queries: np.ndarr
     later --index searches, each including the id/text fetch of the hits."""
     from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
     from beam_embed.pipeline.common.output_formats import output_format
-    from beam_embed.pipeline.common.run_folder.manifest.job import ModelEntry
+    from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry
     from beam_embed.pipeline.search.corpus import Corpus
     from beam_embed.pipeline.search.index import building, index_blocks, open_index
     from beam_embed.pipeline.search.scan import resolve_hits, top_k, vector_blocks

@@ -69,7 +69,8 @@ class _Claim(beam.DoFn):
         self._output, self._run_id, self._overwrite = output, run_id, overwrite
 
     def process(self, _):
-        from beam_embed.pipeline.common.run_folder.manifest.job import JOB, make_folder
+        from beam_embed.pipeline.common.run_folder.manifest.folder import make_folder
+        from beam_embed.pipeline.common.run_folder.manifest.job import JOB
         from beam_embed.pipeline.common.run_folder.staged_run import StagedRun
         from beam_embed.pipeline.common.run_folder.staging import discard, staging_folder
 

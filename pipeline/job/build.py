@@ -16,14 +16,13 @@ from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
 from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE
 from beam_embed.pipeline.common.run_folder.committed_shards import ShardSets
-from beam_embed.pipeline.common.run_folder.manifest.job import (
-    DUPLICATE_EXAMPLE,
+from beam_embed.pipeline.common.run_folder.manifest.entries import (
     InputsEntry,
-    JobManifest,
     ModelEntry,
     PoolingEntry,
     TokensEntry,
 )
+from beam_embed.pipeline.common.run_folder.manifest.job import DUPLICATE_EXAMPLE, JobManifest
 from beam_embed.pipeline.job.chunking import chunking
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names

@@ -185,7 +185,8 @@ def kept_ranges(run, base) -> tuple[StoredVectors, ...] | None:
     int8 with ranges for each; None otherwise (this run calibrates). Calibrating costs a sample
     of the input embedded (~30 s for MiniLM on 2 cores); a re-run of the same corpus with a few
     new documents gets the same ranges back, and its rows stay comparable with the old ones'."""
-    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest, model_differences
+    from beam_embed.pipeline.common.run_folder.manifest.entries import model_differences
+    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
     from beam_embed.pipeline.job.reuse import vector_columns
 
     try:

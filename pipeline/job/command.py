@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     except ValueError as e:
         return _bad_config(e)
     from beam_embed.models.hub_loader import is_remote
-    from beam_embed.pipeline.common.run_folder.manifest.job import JOB, make_folder
+    from beam_embed.pipeline.common.run_folder.manifest.folder import make_folder
+    from beam_embed.pipeline.common.run_folder.manifest.job import JOB
     from beam_embed.pipeline.common.run_folder.staging import check_output
     from beam_embed.pipeline.job.beam_options import beam_options
     from beam_embed.pipeline.job.resolved import check_accelerator, resolve

@@ -33,7 +33,7 @@ from beam_embed.pipeline.common.run_folder.committed_shards import (
     read_keys,
     record_key,
 )
-from beam_embed.pipeline.common.run_folder.manifest.job import ResumeEntry
+from beam_embed.pipeline.common.run_folder.manifest.entries import ResumeEntry
 from beam_embed.process.log import log
 
 ATTEMPT = "resume.json"  # in the staging folder: what the run continues, checked on --resume

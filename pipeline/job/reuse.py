@@ -40,11 +40,8 @@ from beam_embed.pipeline.common.finished_run.shards import (
     unverified,
 )
 from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
-from beam_embed.pipeline.common.run_folder.manifest.job import (
-    JobManifest,
-    ReuseEntry,
-    model_differences,
-)
+from beam_embed.pipeline.common.run_folder.manifest.entries import ReuseEntry, model_differences
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 from beam_embed.process.log import log
 

@@ -22,15 +22,9 @@ from beam_embed.pipeline.common.run_folder.bundle_write import (
     write_shards,
 )
 from beam_embed.pipeline.common.run_folder.literal_paths import ExactFinalize
-from beam_embed.pipeline.common.run_folder.manifest.job import (
-    ERRORS_PREFIX,
-    SHARD_TEMPLATE,
-    Counts,
-    Digests,
-    JobManifest,
-    ShardRows,
-    listed_files,
-)
+from beam_embed.pipeline.common.run_folder.manifest.entries import Counts, Digests, ShardRows
+from beam_embed.pipeline.common.run_folder.manifest.folder import ERRORS_PREFIX, SHARD_TEMPLATE
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest, listed_files
 from beam_embed.pipeline.common.run_folder.shard_digests import SIDECAR, take_digests
 
 

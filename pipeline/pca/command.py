@@ -35,7 +35,7 @@ from beam_embed.process import exits
 from beam_embed.process.log import log
 
 if TYPE_CHECKING:  # the manifest's module imports Beam: not for --help
-    from beam_embed.pipeline.common.run_folder.manifest.job import PcaManifest
+    from beam_embed.pipeline.common.run_folder.manifest.pca import PcaManifest
 
 PROG = "beam-embed pca"
 

@@ -35,16 +35,13 @@ from beam_embed.pipeline.common.output_formats.schema import (
     own_columns,
 )
 from beam_embed.pipeline.common.run_folder.literal_paths import matching
-from beam_embed.pipeline.common.run_folder.manifest.job import (
-    MANIFEST,
-    ModelEntry,
-    OutputKind,
+from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry, model_differences
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST, OutputKind, make_folder
+from beam_embed.pipeline.common.run_folder.manifest.pca import (
     PcaFitEntry,
     PcaInput,
     PcaManifest,
     PcaProjections,
-    make_folder,
-    model_differences,
 )
 from beam_embed.pipeline.common.run_folder.staged_run import staged_run
 from beam_embed.pipeline.common.run_folder.staging import check_output, naming_file

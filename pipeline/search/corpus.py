@@ -12,7 +12,7 @@ from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn, load_embedding_set
 from beam_embed.pipeline.common.finished_run.shards import CheckedShards, check_shards, unverified
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.run_folder.manifest.job import ModelEntry
+from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
 from beam_embed.pipeline.search.scan import vector_blocks
 from beam_embed.process.log import log

@@ -13,14 +13,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
 from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
-from beam_embed.pipeline.common.run_folder.manifest.job import (
-    MANIFEST,
+from beam_embed.pipeline.common.run_folder.manifest.entries import (
     Counts,
-    JobManifest,
     ModelEntry,
     PoolingEntry,
     ShardRows,
 )
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 from beam_embed.pipeline.common.run_folder.staging import safe_names
 
 

@@ -35,7 +35,7 @@ from beam_embed.models.file_digests import file_sha256
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.run_folder.literal_paths import escape
-from beam_embed.pipeline.common.run_folder.manifest.job import manifest_sha256
+from beam_embed.pipeline.common.run_folder.manifest.folder import manifest_sha256
 from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 

@@ -311,7 +311,7 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     from apache_beam.io.filesystems import FileSystems
 
     from beam_embed.pipeline.common.run_folder.bundle_write import write_shards
-    from beam_embed.pipeline.common.run_folder.manifest.job import PREFIX, SHARD_TEMPLATE
+    from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX, SHARD_TEMPLATE
 
     shards = sink(FileSystems.join(output, PREFIX), SUFFIX, num_shards, SHARD_TEMPLATE,
                   digests=True)

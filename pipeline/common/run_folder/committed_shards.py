@@ -32,7 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common.run_folder.bundle_write import unnumbered_name
-from beam_embed.pipeline.common.run_folder.manifest.job import PREFIX
+from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX
 from beam_embed.pipeline.common.run_folder.shard_digests import HashingFile
 from beam_embed.pipeline.common.run_folder.staging import naming_file
 from beam_embed.process.private_apis.beam import bundle_output

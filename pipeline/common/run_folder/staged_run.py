@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from beam_embed.pipeline.common.run_folder.claim import Claim, Holder, claim_output, release_held
-from beam_embed.pipeline.common.run_folder.manifest.job import OutputKind
+from beam_embed.pipeline.common.run_folder.manifest.folder import OutputKind
 from beam_embed.pipeline.common.run_folder.staging import (
     NothingPublished,
     Previous,

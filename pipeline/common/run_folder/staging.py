@@ -47,7 +47,7 @@ from beam_embed.pipeline.common.run_folder.literal_paths import (
     matching,
     objects_under,
 )
-from beam_embed.pipeline.common.run_folder.manifest.job import MANIFEST, OutputKind
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST, OutputKind
 from beam_embed.pipeline.common.settings.errors import CommandError, one_line
 from beam_embed.process.log import log
 
