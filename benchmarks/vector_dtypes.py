@@ -5,9 +5,9 @@
 Embeds the held-out STS-B sentences (../shared/data/stsb/sts-dev.tsv when present, else the
 bundled sample pairs) with `beam-embed run` once per dtype (float32 first: the baseline), each
 run calibrating int8 on its own input's first records as any run does, then reads every run back
-with the readers the commands use (manifest -> beam_embed.pipeline.common.rows.vector_dtypes) and prints, per
-dtype: STS Spearman of the pairs' cosines against the gold scores and its difference from
-float32's; search recall@10 against float32's top 10 (queries: every sentence as float32, the
+with the readers the commands use (manifest -> beam_embed.pipeline.common.rows.vector_dtypes) and
+prints, per dtype: STS Spearman of the pairs' cosines against the gold scores and its difference
+from float32's; search recall@10 against float32's top 10 (queries: every sentence as float32, the
 way `search` embeds a query; corpus: all sentences as stored; the query's own sentence left out
 of both lists), scored with `search`'s own exact scan; binary also with Hamming distance (binary
 queries); bytes on disk of the Parquet and TFRecord shards and of the vector column alone.

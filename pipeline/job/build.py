@@ -136,8 +136,8 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
-    sink steps around it (beam_embed.pipeline.common.run_folder.bundle_write): the manifest names the shards.
-    `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
+    sink steps around it (beam_embed.pipeline.common.run_folder.bundle_write): the manifest names
+    the shards. `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
     (beam_embed.pipeline.job.calibration; (): float32) and --reuse's previous run. `expected`:
     the records the input is expected to hold, for the progress lines (0: unknown)."""
     s, files = run.settings, run.files

@@ -10,9 +10,9 @@ widths, normalization), max length, long-text policy and precision. Any differen
 front (exit 2), so copied and newly encoded vectors never mix two settings.
 
 The previous run's shards are checked before any data is read (each the file its manifest
-lists: rows, size, SHA-256; beam_embed.pipeline.common.finished_run.shards), and again once the job has read
-them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one, publishing
-nothing, so no copied row is attributed to a manifest it does not come from.
+lists: rows, size, SHA-256; beam_embed.pipeline.common.finished_run.shards), and again once the job
+has read them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one,
+publishing nothing, so no copied row is attributed to a manifest it does not come from.
 
 A run that stored float32 vectors is copied from into a run of any --vector_dtype: its values are
 the encoder's output bit for bit, and copied rows go through the same writer as encoded ones and

@@ -1,8 +1,8 @@
 """The embedding job's shards as the PCA job reads them: blocks of whole records.
 
 A block is a `pyarrow.Table` of whole records: the requested columns plus the pooling column
-(as the Parquet shards store it: beam_embed.pipeline.common.rows.vector_dtypes), whichever format the
-shards are in; each format's module reads them (beam_embed.pipeline.common.output_formats:
+(as the Parquet shards store it: beam_embed.pipeline.common.rows.vector_dtypes), whichever format
+the shards are in; each format's module reads them (beam_embed.pipeline.common.output_formats:
 Parquet a block per row group, read ahead on a thread; TFRecord batched and parsed in bulk with
 `tf.io.parse_example`). Nothing downstream touches a row in Python.
 """

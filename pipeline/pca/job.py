@@ -3,8 +3,9 @@ against the manifest and the saved fit (make_plan), then one Beam pipeline that 
 twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
 WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
 sample (exports.py) and writes the manifest last. Everything is written into the run's staging
-folder inside the output folder and swapped in whole at the end (beam_embed.pipeline.common.run_folder.staging), so
-the previous run stays as it was until this one is complete."""
+folder inside the output folder and swapped in whole at the end
+(beam_embed.pipeline.common.run_folder.staging), so the previous run stays as it was until this one
+is complete."""
 
 from __future__ import annotations
 

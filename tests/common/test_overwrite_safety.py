@@ -234,7 +234,8 @@ def test_a_read_only_folder_is_refused_naming_it(tmp_path, monkeypatch):
                 raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
             monkeypatch.setattr("tempfile.mkstemp", refuse)
-            monkeypatch.setattr("beam_embed.pipeline.common.run_folder.claim_stores.open", refuse, raising=False)
+            monkeypatch.setattr("beam_embed.pipeline.common.run_folder.claim_stores.open", refuse,
+                                raising=False)
         with pytest.raises(ValueError) as refused:
             check_output(str(out), JOB, overwrite=True)
         assert str(refused.value) == f"--output {str(out)!r} is not writable (Read-only file system)"

@@ -304,7 +304,8 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
 
 def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
     """read_embeddings: the shard's `columns` and the pooling's column (its rows were checked
-    against the manifest from the footers before: beam_embed.pipeline.common.finished_run.shards)."""
+    against the manifest from the footers before:
+    beam_embed.pipeline.common.finished_run.shards)."""
     import pyarrow.parquet as pq
 
     with _open(path) as f:

@@ -9,7 +9,8 @@ Each step is a bundle of its own for the runner (~10-40 ms apiece on 2 cores, me
 and after its last). Those steps make a sink safe when a runner retries or splits bundles over
 workers: only the files of bundles that succeeded are renamed. With one in-process worker a
 failed bundle fails the whole run, and the job writes into a staging folder that is published
-whole or discarded (beam_embed.pipeline.common.run_folder.staging), so the files can be written where they stay.
+whole or discarded (beam_embed.pipeline.common.run_folder.staging), so the files can be written
+where they stay.
 """
 
 from __future__ import annotations

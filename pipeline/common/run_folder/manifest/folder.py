@@ -29,8 +29,8 @@ JOB_OUTPUTS = (MANIFEST, f"{PREFIX}-*", f"{ERRORS_PREFIX}-*")  # names that look
 @dataclass(frozen=True)
 class OutputKind:
     """What one command writes into its output folder, for the checks that decide what a new
-    run may replace there (beam_embed.pipeline.common.run_folder.staging): only the files a manifest of this kind
-    lists are ever replaced or deleted."""
+    run may replace there (beam_embed.pipeline.common.run_folder.staging): only the files a manifest
+    of this kind lists are ever replaced or deleted."""
     command: str  # for messages: "beam-embed run"
     patterns: tuple[str, ...]  # globs: names that look like its outputs
     names: re.Pattern  # the names it writes (relative paths): an unlisted one would be clobbered
