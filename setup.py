@@ -40,7 +40,7 @@ KERAS_HUB = ["keras-hub==0.32.0"]
 # launcher only (workers load the export). The dev extra has it through `tokenizers` too.
 HUB = ["huggingface_hub>=0.26"]
 # `--runner DaskRunner`: the jobs on a dask.distributed cluster, through the project's runner
-# (pipeline/common/dask_runner); the tests run it on a loopback cluster.
+# (pipeline/common/runners/dask); the tests run it on a loopback cluster.
 DASK = ["dask[distributed]==2026.8.0"]
 # `beam-embed store` (and `run --store`): the vector stores' clients, and for the tests a
 # PostgreSQL server with pgvector in a wheel; pylance writes `run --format lance`'s dataset.

@@ -111,7 +111,7 @@ def _vectors(output: str):
     import pyarrow.parquet as pq
 
     sys.path.insert(0, REPO)
-    from beam_embed.pipeline.common.vectors import vector_matrix
+    from beam_embed.pipeline.common.rows.vectors import vector_matrix
 
     with open(os.path.join(output, "manifest.json")) as f:
         manifest = json.load(f)

@@ -63,7 +63,7 @@ def export(name: str, work: str) -> str:
 
 
 def write_corpus(path: str, n: int, seed: int = 0) -> str:
-    from beam_embed.pipeline.common.sample_corpus import sentences
+    from beam_embed.pipeline.common.settings.sample_corpus import sentences
 
     pool = [row["text"] for row in sentences(per_topic=700)]
     rng = random.Random(seed)

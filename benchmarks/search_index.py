@@ -77,9 +77,9 @@ def timed(fn, repeat: int = 2) -> tuple[float, object]:
 def project_methods(folder: str, paths: list[str], width: int, queries: np.ndarray) -> dict:
     """`beam-embed search` itself: the Parquet scan, the first --index search (scan + build) and
     later --index searches, each including the id/text fetch of the hits."""
-    from beam_embed.pipeline.common.embedding_set import PoolingColumn
-    from beam_embed.pipeline.common.manifest import ModelEntry
+    from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
     from beam_embed.pipeline.common.output_formats import output_format
+    from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry
     from beam_embed.pipeline.search.corpus import Corpus
     from beam_embed.pipeline.search.index import building, index_blocks, open_index
     from beam_embed.pipeline.search.scan import resolve_hits, top_k, vector_blocks

@@ -79,7 +79,7 @@ def worker_encoder(args) -> dict:
     from op_profile import encoder_flops
 
     sys.path.insert(0, REPO)
-    from beam_embed.pipeline.common.records import Record
+    from beam_embed.pipeline.common.rows.records import Record
     from beam_embed.pipeline.job.batching import (
         FIRST_WINDOW_BATCHES,
         WINDOW_BATCHES,

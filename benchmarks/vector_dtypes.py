@@ -5,9 +5,9 @@
 Embeds the held-out STS-B sentences (../shared/data/stsb/sts-dev.tsv when present, else the
 bundled sample pairs) with `beam-embed run` once per dtype (float32 first: the baseline), each
 run calibrating int8 on its own input's first records as any run does, then reads every run back
-with the readers the commands use (manifest -> beam_embed.pipeline.common.vector_dtypes) and prints, per
-dtype: STS Spearman of the pairs' cosines against the gold scores and its difference from
-float32's; search recall@10 against float32's top 10 (queries: every sentence as float32, the
+with the readers the commands use (manifest -> beam_embed.pipeline.common.rows.vector_dtypes) and
+prints, per dtype: STS Spearman of the pairs' cosines against the gold scores and its difference
+from float32's; search recall@10 against float32's top 10 (queries: every sentence as float32, the
 way `search` embeds a query; corpus: all sentences as stored; the query's own sentence left out
 of both lists), scored with `search`'s own exact scan; binary also with Hamming distance (binary
 queries); bytes on disk of the Parquet and TFRecord shards and of the vector column alone.
@@ -30,9 +30,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set  # noqa: E402
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set  # noqa: E402
 from beam_embed.pipeline.common.output_formats import output_format  # noqa: E402
-from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
+from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES  # noqa: E402
 from beam_embed.pipeline.evaluate.data import read_pairs  # noqa: E402
 from beam_embed.pipeline.evaluate.metrics import cosine, spearman  # noqa: E402
 from beam_embed.pipeline.search.scan import top_k, vector_blocks  # noqa: E402

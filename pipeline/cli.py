@@ -7,8 +7,8 @@ import importlib
 import sys
 from typing import NoReturn
 
-from beam_embed.pipeline.common.command_line import hint
-from beam_embed.pipeline.common.errors import take_debug_flag
+from beam_embed.pipeline.common.settings.command_line import hint
+from beam_embed.pipeline.common.settings.errors import take_debug_flag
 from beam_embed.process import enter, set_up
 from beam_embed.process.exits import exit_after
 

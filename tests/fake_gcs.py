@@ -2,8 +2,8 @@
 
 The emulator (tests/gcs_emulator.py) ignores preconditions, so an exclusive create there always
 succeeds. This server answers the few JSON-API calls google-cloud-storage makes for the claim
-(pipeline/common/claim_stores.py's _GcsStore): a multipart upload, an object's metadata, its
-media download and its delete, each with `ifGenerationMatch` checked and applied under one lock,
+(pipeline/common/run_folder/claim_stores.py's _GcsStore): a multipart upload, an object's metadata,
+its media download and its delete, each with `ifGenerationMatch` checked and applied under one lock,
 as Cloud Storage does: the check and the write are one step. Point STORAGE_EMULATOR_HOST at
 `url` and the production client talks to it. `calls` records (method, object, precondition).
 """

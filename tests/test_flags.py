@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from beam_embed.pipeline.cli import COMMANDS, main
-from beam_embed.pipeline.common.command_line import FlagError
+from beam_embed.pipeline.common.settings.command_line import FlagError
 
 FOLLOW_UPS = sorted(set(COMMANDS) - {"run"})
 # Enough positionals and required flags for each command's parser to accept.

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RAISE = ("import beam_embed.pipeline.common.errors as e, beam_embed.models.pooling as p\n"
+RAISE = ("import beam_embed.pipeline.common.settings.errors as e, beam_embed.models.pooling as p\n"
          "print(e.__file__); print(p.__file__)\n")
 
 
@@ -24,7 +24,7 @@ def test_no_tracked_symbolic_links():
 def test_the_editable_install_names_the_top_level_files(tmp_path):
     out = subprocess.run([sys.executable, "-c", RAISE], cwd=tmp_path, capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == [os.path.join(REPO, "pipeline", "common", "errors.py"),
+    assert out == [os.path.join(REPO, "pipeline", "common", "settings", "errors.py"),
                    os.path.join(REPO, "models", "pooling.py")]
 
 

@@ -262,8 +262,8 @@ def test_reading_the_output_snippets_decode_every_dtype(index, dtype_run, exact,
     elif index == 1:  # DuckDB: the cosines of the vectors as stored, by another decoder
         import pyarrow.parquet as pq
 
-        from beam_embed.pipeline.common.embedding_set import load_embedding_set
-        from beam_embed.pipeline.common.vector_dtypes import read_back
+        from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+        from beam_embed.pipeline.common.rows.vector_dtypes import read_back
 
         es = load_embedding_set("output/embeddings")
         pooling, table = es.poolings[0], pq.read_table(list(es.files["parquet"]))

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.cleaning import clean_text
 from beam_embed.pipeline.job.formats import Fields
 

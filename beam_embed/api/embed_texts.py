@@ -21,7 +21,7 @@ from beam_embed.api.keywords import (
     renamed_keyword,
     run_settings,
 )
-from beam_embed.pipeline.common.records import DeadLetter
+from beam_embed.pipeline.common.rows.records import DeadLetter
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.sources import DEAD, PrepareTexts
 

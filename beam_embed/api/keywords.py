@@ -12,7 +12,7 @@ import functools
 import inspect
 import sys
 
-from beam_embed.pipeline.common.command_line import hint
+from beam_embed.pipeline.common.settings.command_line import hint
 from beam_embed.pipeline.job.settings import RunSettings
 
 # The settings that choose and shape the encoder, as `run` has them.
@@ -134,7 +134,7 @@ def model_spec(settings: RunSettings, threads: tuple[int, int] = (0, 0)):
     try:
         spec = settings.encoder_spec(threads)
     except OSError as e:  # Beam's IO errors hold their cause in a dict's repr: say it plainly
-        from beam_embed.pipeline.common.errors import one_line
+        from beam_embed.pipeline.common.settings.errors import one_line
 
         handles = [h for h in (settings.encoder, settings.preprocessor) if h] or [settings.model]
         raise OSError(f"model {' and '.join(map(repr, handles))} cannot be read: "

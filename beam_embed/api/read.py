@@ -44,9 +44,13 @@ def read_embeddings(path: str, pooling: str | None = None) -> StoredEmbeddings:
     hold: never more vectors than ids); a run of an earlier
     version records no SHA-256, which is said as a warning."""
     from beam_embed.models.tf_import import import_tensorflow
-    from beam_embed.pipeline.common.embedding_set import load_embedding_set
-    from beam_embed.pipeline.common.shards import check_shards, check_unchanged, unverified
-    from beam_embed.pipeline.common.vector_dtypes import read_back
+    from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+    from beam_embed.pipeline.common.finished_run.shards import (
+        check_shards,
+        check_unchanged,
+        unverified,
+    )
+    from beam_embed.pipeline.common.rows.vector_dtypes import read_back
 
     if path.startswith("gs://"):
         from beam_embed.process.gcs_auth import install_now

@@ -6,7 +6,7 @@ the same claim, staging folder and publish swap.
 The run holds its output folder's claim from before its first write to its swap. Inside a user's
 pipeline the same span is two steps: the first (on one worker) takes the claim, checks the
 folder and clears what killed runs left, and every write waits for it (a side input); the last
-publishes the staging folder and releases the claim (pipeline.common.staged_run, as `run`
+publishes the staging folder and releases the claim (pipeline.common.run_folder.staged_run, as `run`
 does in one block). A pipeline that fails in between leaves its claim and staging folder as a
 killed run does: `overwrite=True` takes them over, including a claim this very process took for
 a write that did not finish. Two writes of one folder in one pipeline are refused when it is
@@ -26,7 +26,7 @@ import apache_beam as beam
 from beam_embed.api.elements import Embedding
 from beam_embed.api.keywords import explicit_keywords, renamed_keyword, run_settings
 from beam_embed.api.quiet import LOGGER
-from beam_embed.pipeline.common.records import EMPTY, DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import EMPTY, DeadLetter, EmbeddedBatch, Record
 
 __all__ = ["WriteEmbeddings"]
 
@@ -69,9 +69,10 @@ class _Claim(beam.DoFn):
         self._output, self._run_id, self._overwrite = output, run_id, overwrite
 
     def process(self, _):
-        from beam_embed.pipeline.common.manifest import JOB, make_folder
-        from beam_embed.pipeline.common.staged_run import StagedRun
-        from beam_embed.pipeline.common.staging import discard, staging_folder
+        from beam_embed.pipeline.common.run_folder.manifest.folder import make_folder
+        from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+        from beam_embed.pipeline.common.run_folder.staged_run import StagedRun
+        from beam_embed.pipeline.common.run_folder.staging import discard, staging_folder
 
         try:
             make_folder(self._output)
@@ -93,7 +94,7 @@ class _Claim(beam.DoFn):
     def _release_unfinished(self) -> str | None:
         """Releases the claim of an earlier write of this process that did not finish, with
         overwrite; returns its run id (its staging folder is a leftover to remove)."""
-        from beam_embed.pipeline.common.claim import OutputBusy
+        from beam_embed.pipeline.common.run_folder.claim import OutputBusy
 
         stale = _UNFINISHED.get(_folder_key(self._output))
         if stale is None:
@@ -234,8 +235,8 @@ class WriteEmbeddings(beam.PTransform):
                  store: str | Sequence[str] | None = None, store_table: str | None = None,
                  store_sync: bool | None = None,
                  formats: Sequence[str] | None = None, stores: Sequence[str] | None = None):
-        from beam_embed.pipeline.common.manifest import JOB
-        from beam_embed.pipeline.common.staging import check_output
+        from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+        from beam_embed.pipeline.common.run_folder.staging import check_output
 
         super().__init__()
         if output.startswith("gs://"):
@@ -281,7 +282,7 @@ class WriteEmbeddings(beam.PTransform):
 
     def expand(self, pvalue):
         from beam_embed.pipeline.common.output_formats import output_format
-        from beam_embed.pipeline.common.staging import staging_folder
+        from beam_embed.pipeline.common.run_folder.staging import staging_folder
         from beam_embed.pipeline.job.build import (
             COUNTS,
             count_duplicate_ids,

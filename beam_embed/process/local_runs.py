@@ -1,6 +1,6 @@
 """A local Beam run's process tuned: its bundles' state sampled more often, and the worker
 processes it starts leaving Ctrl-C to it and printing only the tool's own lines. `tune_local_run` is called where a local run gets its
-runner (beam_embed.pipeline.common.runners.runner_for), in whichever process that is."""
+runner (beam_embed.pipeline.common.runners.choice.runner_for), in whichever process that is."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import os
 import shutil
 import sys
 
-from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser, FlagError
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 
 PROG = "beam-embed cache"
 ACTIONS = ("list", "clear")

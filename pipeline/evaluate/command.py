@@ -21,9 +21,9 @@ import sys
 import time
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors, refused
-from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.evaluate.data import Pairs, read_pairs, read_triplets
 from beam_embed.pipeline.evaluate.sample_pairs import sample_dataset
 from beam_embed.process.log import log
@@ -70,7 +70,7 @@ def parse_args(argv: list[str]):
 def evaluate(found, embedder, datasets: list, batch_size: int, dtypes=()) -> list[dict]:
     """One row per (dataset, pooling, dtype) for one loaded model (`found`: an
     embed.Candidate); `dtypes`: the --vector-dtype values given (none: float32, no dtype key)."""
-    from beam_embed.pipeline.common.vector_dtypes import stored_as
+    from beam_embed.pipeline.common.rows.vector_dtypes import stored_as
     from beam_embed.pipeline.evaluate.embed import embed_texts
 
     vectors = embed_texts(embedder, [t for d in datasets for t in d.texts()], batch_size)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 
-from beam_embed.pipeline.common.sample_corpus import TOPICS
+from beam_embed.pipeline.common.settings.sample_corpus import TOPICS
 from beam_embed.pipeline.evaluate.data import Pairs
 
 SAMPLE_PAIRS = os.path.join("output", "sample", "pairs.tsv")

@@ -9,8 +9,8 @@ import os
 import sys
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser, FlagError
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser, FlagError
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 
 PROG = "beam-embed export-model"
 
@@ -49,7 +49,7 @@ def _present(path: str) -> bool:
         return os.path.lexists(path)
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.pipeline.common.literal_paths import objects_under
+    from beam_embed.pipeline.common.run_folder.literal_paths import objects_under
 
     return FileSystems.exists(path) or bool(objects_under(path, limit=1))
 

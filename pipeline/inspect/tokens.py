@@ -18,8 +18,8 @@ import json
 import sys
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.process.terminal import json_printable, printable
 
 UNKNOWN = ("[UNK]", "<unk>")  # WordPiece's, SentencePiece's (XLM-R)

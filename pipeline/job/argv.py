@@ -12,15 +12,15 @@ import argparse
 import dataclasses
 import os
 
-from beam_embed.pipeline.common.command_line import (
+from beam_embed.pipeline.common.settings.command_line import (
     SPELLING_NOTE,
     VERBOSE_HELP,
     FlagError,
     HelpFormatter,
     hint,
 )
-from beam_embed.pipeline.common.errors import one_line
-from beam_embed.pipeline.common.setting_fields import add_flags
+from beam_embed.pipeline.common.settings.errors import one_line
+from beam_embed.pipeline.common.settings.setting_fields import add_flags
 from beam_embed.pipeline.job import settings
 from beam_embed.pipeline.job.dataflow.dry_run_flags import add_dry_run_flags
 from beam_embed.pipeline.job.settings import RunSettings

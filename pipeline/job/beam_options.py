@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_embed.pipeline.common.command_line import beam_flags, check_beam_args, mentions_dask
+from beam_embed.pipeline.common.settings.command_line import (
+    beam_flags,
+    check_beam_args,
+    mentions_dask,
+)
 from beam_embed.pipeline.job.argv import JobArgv, add_job_flags, config_argv, read_job_argv
 
 # DryRunOptions' flags join Beam's parser once it is imported

@@ -12,18 +12,17 @@ import time
 
 import apache_beam as beam
 
-from beam_embed.pipeline.common.committed_shards import ShardSets
-from beam_embed.pipeline.common.manifest import (
-    DUPLICATE_EXAMPLE,
+from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
+from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE
+from beam_embed.pipeline.common.run_folder.committed_shards import ShardSets
+from beam_embed.pipeline.common.run_folder.manifest.entries import (
     InputsEntry,
-    JobManifest,
     ModelEntry,
     PoolingEntry,
     TokensEntry,
 )
-from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
-from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE
+from beam_embed.pipeline.common.run_folder.manifest.job import DUPLICATE_EXAMPLE, JobManifest
 from beam_embed.pipeline.job.chunking import chunking
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import EmbedDistinct, count_names
@@ -137,8 +136,8 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
     """`spread=False` (one in-process worker) drops the reshuffle that spreads each file's
     records over the workers: with one worker it only costs (measured ~10% of a 20,000-sentence
     run). It also writes each output file in the bundle that makes its rows, without Beam's
-    sink steps around it (beam_embed.pipeline.common.bundle_write): the manifest names the shards.
-    `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
+    sink steps around it (beam_embed.pipeline.common.run_folder.bundle_write): the manifest names
+    the shards. `run` (a ResolvedRun): its settings, encoder, files, widths, each pooling's storage
     (beam_embed.pipeline.job.calibration; (): float32) and --reuse's previous run. `expected`:
     the records the input is expected to hold, for the progress lines (0: unknown)."""
     s, files = run.settings, run.files
@@ -192,9 +191,9 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
 
 
 def shard_sets(run, schema):
-    """How the run writes its shards in committed sets (committed_shards.py): the formats that
-    can be, but shards when --num_shards fixes their count (Beam's sink writes them, at the
-    end); a dataset format (Lance) always; None when no format is written so."""
+    """How the run writes its shards in committed sets (run_folder/committed_shards.py): the
+    formats that can be, but shards when --num_shards fixes their count (Beam's sink writes them,
+    at the end); a dataset format (Lance) always; None when no format is written so."""
     s = run.settings
     formats = tuple(f for f in (output_format(name) for name in s.format)
                     if f.open_part is not None or (f.open_batches is not None

@@ -27,8 +27,12 @@ import time
 
 import numpy as np
 
-from beam_embed.pipeline.common.records import Record
-from beam_embed.pipeline.common.vector_dtypes import CALIBRATION_ROWS, StoredVectors, int8_ranges
+from beam_embed.pipeline.common.rows.records import Record
+from beam_embed.pipeline.common.rows.vector_dtypes import (
+    CALIBRATION_ROWS,
+    StoredVectors,
+    int8_ranges,
+)
 from beam_embed.pipeline.job.cleaning import SentenceSplitter
 from beam_embed.pipeline.job.decompress import READ_ERRORS, compression_of, open_input
 from beam_embed.pipeline.job.formats import READERS, detect_format
@@ -181,7 +185,8 @@ def kept_ranges(run, base) -> tuple[StoredVectors, ...] | None:
     int8 with ranges for each; None otherwise (this run calibrates). Calibrating costs a sample
     of the input embedded (~30 s for MiniLM on 2 cores); a re-run of the same corpus with a few
     new documents gets the same ranges back, and its rows stay comparable with the old ones'."""
-    from beam_embed.pipeline.common.manifest import JobManifest, model_differences
+    from beam_embed.pipeline.common.run_folder.manifest.entries import model_differences
+    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
     from beam_embed.pipeline.job.reuse import vector_columns
 
     try:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from beam_embed.models.encoders import encoder_kind
-from beam_embed.pipeline.common.records import ChunkPlace, Record
+from beam_embed.pipeline.common.rows.records import ChunkPlace, Record
 from beam_embed.pipeline.job.settings import MIN_CHUNK_TOKENS
 
 # What an export's normalizer turns into a space (models/bert_preprocessor.py), so where its

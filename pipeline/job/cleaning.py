@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from beam_embed.pipeline.common.records import Record
+from beam_embed.pipeline.common.rows.records import Record
 
 _SPACES = re.compile(r"[\s\u00a0\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
 

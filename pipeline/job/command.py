@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.job.argv import JobArgv, print_help, read_job_argv
 from beam_embed.process import exits
 from beam_embed.process.log import log
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
         print_help()
         return exits.OK
     if "--help-beam" in argv:
-        from beam_embed.pipeline.common.command_line import beam_flags
+        from beam_embed.pipeline.common.settings.command_line import beam_flags
 
         beam_flags()[0].print_help()
         return exits.OK
@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     except ValueError as e:
         return _bad_config(e)
     from beam_embed.models.hub_loader import is_remote
-    from beam_embed.pipeline.common.manifest import JOB, make_folder
-    from beam_embed.pipeline.common.staging import check_output
+    from beam_embed.pipeline.common.run_folder.manifest.folder import make_folder
+    from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+    from beam_embed.pipeline.common.run_folder.staging import check_output
     from beam_embed.pipeline.job.beam_options import beam_options
     from beam_embed.pipeline.job.resolved import check_accelerator, resolve
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
             from beam_embed.pipeline.job.dry_run import dry_run
             return dry_run(job.settings, options)
         settings = job.settings
-        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
+        from beam_embed.pipeline.common.runners.choice import check_runner, cluster_path, is_dask
 
         check_runner(options)  # a Dask run's scheduler answers
         check_output(settings.output, JOB, settings.overwrite)  # before the model loads
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None, read: JobArgv | None = None) -> int:
     except ValueError as e:  # bad configuration: one line, before any data is read
         return _bad_config(e)
     if is_dask(options):  # every worker sees the output and the model, and the same model
-        from beam_embed.pipeline.common.runners import check_cluster
+        from beam_embed.pipeline.common.runners.choice import check_cluster
 
         try:
             check_cluster(options, run.output, run.encoder, run.encoder.fingerprint())
@@ -110,8 +111,8 @@ def claimed_run(options, run, argv: list[str], given=None) -> int:
     """The run, holding the output folder's claim from its last check to the swap. `given`:
     the settings as the user gave them, before the input decided what they left unset (the
     run's first line says which were decided)."""
-    from beam_embed.pipeline.common.manifest import JOB
-    from beam_embed.pipeline.common.staged_run import OutputRefused, staged_run
+    from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+    from beam_embed.pipeline.common.run_folder.staged_run import OutputRefused, staged_run
     from beam_embed.pipeline.job.input_fields import fields_note
     from beam_embed.pipeline.job.resolved import check_model_limits, workers_run_here
 
@@ -237,7 +238,7 @@ def execute(options, run) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from beam_embed.pipeline.common.runners import is_dask, runner_for
+    from beam_embed.pipeline.common.runners.choice import is_dask, runner_for
     from beam_embed.pipeline.job.build import build_pipeline
     from beam_embed.process.job_process import resume_collector
 
@@ -267,13 +268,13 @@ def execute(options, run) -> None:
 def _progress(options, expected: float, every_s: float):
     """A Dask run's progress line, from the counts its workers post (a local run's workers
     print their own)."""
-    from beam_embed.pipeline.common.runners import is_dask
+    from beam_embed.pipeline.common.runners.choice import is_dask
 
     if not is_dask(options) or every_s <= 0:
         yield
         return
-    from beam_embed.pipeline.common.dask_runner.progress import Watch
-    from beam_embed.pipeline.common.dask_runner.runner import connect
+    from beam_embed.pipeline.common.runners.dask.progress import Watch
+    from beam_embed.pipeline.common.runners.dask.runner import connect
 
     client = connect(options, workers=False)
     try:

@@ -10,8 +10,8 @@ instead, and nothing is published.
 
 from __future__ import annotations
 
-from beam_embed.pipeline.common.errors import CommandError
-from beam_embed.pipeline.common.manifest import JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+from beam_embed.pipeline.common.settings.errors import CommandError
 
 
 def check_rows(folder: str) -> None:

@@ -26,8 +26,8 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.dask_runner.progress import tell as tell_launcher
-from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.runners.dask.progress import tell as tell_launcher
 from beam_embed.pipeline.job.batching import SortAndBatchWindows
 from beam_embed.pipeline.job.sources import NAMESPACE
 from beam_embed.pipeline.job.threads import worker_threads
@@ -128,7 +128,7 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
         self._pool = None
 
     def load_model(self):
-        from beam_embed.pipeline.common.dask_runner.probe import check_loaded
+        from beam_embed.pipeline.common.runners.dask.probe import check_loaded
 
         check_loaded(self._spec, self._fingerprint)  # another copy of the model at the path
         # local worker processes inherit the launcher's quiet setting; a library caller's
@@ -139,7 +139,7 @@ class EncoderHandler(ModelHandler[Sequence[Record], object, object]):
     def _spec_here(self) -> EncoderSpec:
         """The spec, its TensorFlow pools sized on a Dask worker to the worker's share of its
         machine's cores (the launcher leaves them to TF's defaults: it cannot know them)."""
-        from beam_embed.pipeline.common.dask_runner.cores import worker_cores
+        from beam_embed.pipeline.common.runners.dask.cores import worker_cores
 
         cores = worker_cores()
         if not cores:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 
 from beam_embed.pipeline.common.output_formats.tfrecord import DamagedFile, read_records
-from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.common.rows.records import INCOMPLETE, DeadLetter, Record
 
 Item = Record | DeadLetter
 COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")

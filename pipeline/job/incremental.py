@@ -23,7 +23,7 @@ import dataclasses
 import apache_beam as beam
 import numpy as np
 
-from beam_embed.pipeline.common.records import DistinctText, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import DistinctText, EmbeddedBatch, Record
 from beam_embed.pipeline.job.reuse import PreviousRun, ReadPreviousRows, text_key
 
 NEW, PREVIOUS, REUSED, COUNTS = "new", "previous", "reused", "counts"

@@ -24,7 +24,7 @@ import zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.records import Record
+from beam_embed.pipeline.common.rows.records import Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, CountedLines, compression_of
 from beam_embed.pipeline.job.formats import LINE_FORMATS, READERS, Fields, detect_format

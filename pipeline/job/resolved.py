@@ -9,7 +9,7 @@ import os
 
 from beam_embed.models.spec import EncoderSpec
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.sample_corpus import write_sample_corpus
+from beam_embed.pipeline.common.settings.sample_corpus import write_sample_corpus
 from beam_embed.pipeline.job.chunking import chunking, prompt_tokens
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.settings import RunSettings
@@ -52,7 +52,7 @@ def workers_run_here(options) -> bool:
     Dataflow's, whose workers are VMs of their own, and Dask's, whose workers are a cluster's."""
     from apache_beam.options.pipeline_options import StandardOptions
 
-    from beam_embed.pipeline.common.runners import is_dask
+    from beam_embed.pipeline.common.runners.choice import is_dask
 
     return options.view_as(StandardOptions).runner not in ("DataflowRunner", "dataflow") and \
         not is_dask(options)

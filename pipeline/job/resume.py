@@ -1,5 +1,5 @@
 """--resume: a killed run continued in its own staging folder, keeping the shard sets it
-committed (beam_embed.pipeline.common.committed_shards) and embedding only the rest.
+committed (beam_embed.pipeline.common.run_folder.committed_shards) and embedding only the rest.
 
 Every run of the job leaves an attempt record in its staging folder before it reads any data
 (`ATTEMPT`): the model's fingerprint, every setting that decides a vector or a row, each input
@@ -25,7 +25,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.committed_shards import (
+from beam_embed.pipeline.common.run_folder.committed_shards import (
     COMMITS,
     COUNTED,
     KEYS,
@@ -33,7 +33,7 @@ from beam_embed.pipeline.common.committed_shards import (
     read_keys,
     record_key,
 )
-from beam_embed.pipeline.common.manifest import ResumeEntry
+from beam_embed.pipeline.common.run_folder.manifest.entries import ResumeEntry
 from beam_embed.process.log import log
 
 ATTEMPT = "resume.json"  # in the staging folder: what the run continues, checked on --resume
@@ -109,7 +109,7 @@ def _read_json(path: str):
 def find_attempt(folder: str, claimed_by: str | None = None) -> Attempt | None:
     """The killed run in `folder` that --resume would continue: the staging folder of the run
     `claimed_by` names (the dead claim's run id), else the latest with an attempt record."""
-    from beam_embed.pipeline.common.staging import STAGING_PREFIX, run_stagings
+    from beam_embed.pipeline.common.run_folder.staging import STAGING_PREFIX, run_stagings
 
     found = []
     for staging in run_stagings(folder):
@@ -125,8 +125,8 @@ def find_attempt(folder: str, claimed_by: str | None = None) -> Attempt | None:
 
 def claimed_by(folder: str, options=None) -> str | None:
     """The run id of the claim on `folder`, if there is one."""
-    from beam_embed.pipeline.common.claim import Holder
-    from beam_embed.pipeline.common.claim_stores import store_for
+    from beam_embed.pipeline.common.run_folder.claim import Holder
+    from beam_embed.pipeline.common.run_folder.claim_stores import store_for
 
     try:
         found = store_for(folder, options).read()
@@ -179,7 +179,7 @@ def check_same_run(attempt: Attempt, run) -> None:
 
 def kept_storage(attempt: Attempt, run):
     """int8's ranges as the first attempt calibrated them (kept and new rows share one scale)."""
-    from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+    from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 
     stored = attempt.record.get("stored") or []
     return tuple(StoredVectors(**{k: tuple(v) if isinstance(v, list) else v
@@ -206,7 +206,7 @@ def _kept_commits(staging: str) -> tuple[list[dict], np.ndarray]:
 def _remove_uncommitted(staging: str, kept: list[dict]) -> int:
     """Deletes every file in `staging` no kept commit holds (but the attempt's own); returns
     how many."""
-    from beam_embed.pipeline.common.literal_paths import delete_files
+    from beam_embed.pipeline.common.run_folder.literal_paths import delete_files
 
     keep = {FileSystems.join(staging, n) for n in _KEEPS}
     for commit in kept:
@@ -220,7 +220,7 @@ def _remove_uncommitted(staging: str, kept: list[dict]) -> int:
 
 def _files_under(folder: str) -> list[str]:
     from beam_embed.models.hub_loader import is_remote
-    from beam_embed.pipeline.common.literal_paths import objects_under
+    from beam_embed.pipeline.common.run_folder.literal_paths import objects_under
 
     if is_remote(folder):
         return objects_under(folder)
@@ -270,7 +270,7 @@ def say_resuming(resumed: Resumed, folder: str) -> None:
 
 def say_resumed(resumed: Resumed, folder: str) -> None:
     """The run's line once published: K of N records kept (N: every record read)."""
-    from beam_embed.pipeline.common.manifest import JobManifest
+    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 
     try:
         read = JobManifest.read(folder).counts.read
@@ -283,7 +283,7 @@ def say_resumed(resumed: Resumed, folder: str) -> None:
 def refuse_killed_work(folder: str) -> None:
     """An OutputBusy (exit 5) when `folder` holds a killed run's work and the run was given
     neither --resume nor --overwrite: that work is never discarded unasked."""
-    from beam_embed.pipeline.common.claim import OutputBusy
+    from beam_embed.pipeline.common.run_folder.claim import OutputBusy
 
     attempt = find_attempt(folder)
     if attempt is not None:

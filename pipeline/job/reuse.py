@@ -10,9 +10,9 @@ widths, normalization), max length, long-text policy and precision. Any differen
 front (exit 2), so copied and newly encoded vectors never mix two settings.
 
 The previous run's shards are checked before any data is read (each the file its manifest
-lists: rows, size, SHA-256; beam_embed.pipeline.common.shards), and again once the job has read
-them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one, publishing
-nothing, so no copied row is attributed to a manifest it does not come from.
+lists: rows, size, SHA-256; beam_embed.pipeline.common.finished_run.shards), and again once the job
+has read them (`PreviousRun.check_read`): a run replaced by another meanwhile stops this one,
+publishing nothing, so no copied row is attributed to a manifest it does not come from.
 
 A run that stored float32 vectors is copied from into a run of any --vector_dtype: its values are
 the encoder's output bit for bit, and copied rows go through the same writer as encoded ones and
@@ -32,20 +32,17 @@ import apache_beam as beam
 
 from beam_embed.models.spec import recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.embedding_set import EmbeddingSet
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
-from beam_embed.pipeline.common.manifest import (
-    JobManifest,
-    ReuseEntry,
-    model_differences,
-)
-from beam_embed.pipeline.common.shards import (
+from beam_embed.pipeline.common.finished_run.embedding_set import EmbeddingSet
+from beam_embed.pipeline.common.finished_run.shards import (
     CheckedShards,
     check_shards,
     check_unchanged,
     unverified,
 )
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.run_folder.manifest.entries import ReuseEntry, model_differences
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 from beam_embed.process.log import log
 
 READER = "read_previous"  # the formats' reader of previous rows: a run's first such format is read
@@ -206,7 +203,7 @@ def previous_run(folder: str, base: JobManifest) -> PreviousRun:
     except IncompleteInput as e:
         raise _refused(folder, f"its shards are incomplete or changed: {one_line(e)}") from e
     if fingerprint_only:
-        from beam_embed.pipeline.common.rows_agree import rows_agree
+        from beam_embed.pipeline.common.finished_run.rows_agree import rows_agree
 
         m = base.model
         earlier = rows_agree(previous.model, es.poolings[0], previous.text_column,

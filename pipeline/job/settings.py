@@ -1,9 +1,9 @@
 """RunSettings: the embedding job's settings, each declared once.
 
 Each field is a flag of `beam-embed run` (its help, the values it takes and its check beside it:
-pipeline/common/setting_fields.py), a key of `--config FILE.yaml`, and a keyword of a Python
-caller: `RunSettings(model="minilm", pooling=["mean", "cls"])`. Constructing one runs every check
-that needs neither the model nor TensorFlow; a bad value is a ValueError naming it and what is
+pipeline/common/settings/setting_fields.py), a key of `--config FILE.yaml`, and a keyword of a
+Python caller: `RunSettings(model="minilm", pooling=["mean", "cls"])`. Constructing one runs every
+check that needs neither the model nor TensorFlow; a bad value is a ValueError naming it and what is
 expected. What needs I/O (the encoder's spec, the input files, a previous run) is resolved from
 it by resolved.py.
 
@@ -23,8 +23,8 @@ from beam_embed.models.encoder_choices import (
     TOKEN_UNITS,
 )
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.setting_fields import Settings, flag, positive, setting
-from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.common.settings.setting_fields import Settings, flag, positive, setting
 from beam_embed.pipeline.job import formats as readers
 
 SPLIT_MODES = ("none", "sentences", "chunks")

@@ -16,18 +16,16 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.bundle_write import number_shards, shard_names, write_shards
-from beam_embed.pipeline.common.literal_paths import ExactFinalize
-from beam_embed.pipeline.common.manifest import (
-    ERRORS_PREFIX,
-    SHARD_TEMPLATE,
-    Counts,
-    Digests,
-    JobManifest,
-    ShardRows,
-    listed_files,
+from beam_embed.pipeline.common.run_folder.bundle_write import (
+    number_shards,
+    shard_names,
+    write_shards,
 )
-from beam_embed.pipeline.common.shard_digests import SIDECAR, take_digests
+from beam_embed.pipeline.common.run_folder.literal_paths import ExactFinalize
+from beam_embed.pipeline.common.run_folder.manifest.entries import Counts, Digests, ShardRows
+from beam_embed.pipeline.common.run_folder.manifest.folder import ERRORS_PREFIX, SHARD_TEMPLATE
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest, listed_files
+from beam_embed.pipeline.common.run_folder.shard_digests import SIDECAR, take_digests
 
 
 class WriteDeadLetters(beam.PTransform):
@@ -80,7 +78,7 @@ class _WriteManifest(beam.DoFn):
         listed = listed_files(written, self._formats, self._output)
         # each shard's rows and its size and hash, taken as it was written (a committed set's
         # from its commit; another format's rows read back): readers check them
-        # (beam_embed.pipeline.common.shards)
+        # (beam_embed.pipeline.common.finished_run.shards)
         committed = {names[p]: entry for p, entry in known.items()}
         paths = {name: FileSystems.join(self._output, name)
                  for fmt in self._formats for name in listed["files"].get(fmt.name, ())}

@@ -26,11 +26,11 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.buckets import (
+from beam_embed.pipeline.common.rows.records import EMPTY, INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.common.run_folder.buckets import (
     refuse_if_listing_found_no_bucket,
     refuse_missing_bucket,
 )
-from beam_embed.pipeline.common.records import EMPTY, INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.cleaning import SentenceSplitter, clean_text
 from beam_embed.pipeline.job.decompress import READ_ERRORS, open_input, why_incomplete
 from beam_embed.pipeline.job.formats import (

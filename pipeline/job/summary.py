@@ -11,7 +11,9 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.manifest import MANIFEST, Counts, JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.entries import Counts
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
 from beam_embed.process import exits
 from beam_embed.process.log import log
 

@@ -17,7 +17,7 @@ def worker_threads(opts=None, dask_worker_cores: int | None = None) -> tuple[int
     core) for that pool.
 
     - On a Dask worker (`dask_worker_cores`: its share of its machine's cores, which only the
-      worker knows, as it loads the model: beam_embed.pipeline.common.dask_runner.cores), both
+      worker knows, as it loads the model: beam_embed.pipeline.common.runners.dask.cores), both
       pools take that share.
     - Without Beam's options (`opts` None: a plain run's early warm-up), TF's defaults.
     - Dataflow runs one Python SDK process per vCPU unless

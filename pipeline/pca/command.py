@@ -23,8 +23,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.command_line import CommandParser, check_beam_args
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser, check_beam_args
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.pca.limits import (
     DEFAULT_COMPONENTS,
     DEFAULT_SAMPLE,
@@ -35,7 +35,7 @@ from beam_embed.process import exits
 from beam_embed.process.log import log
 
 if TYPE_CHECKING:  # the manifest's module imports Beam: not for --help
-    from beam_embed.pipeline.common.manifest import PcaManifest
+    from beam_embed.pipeline.common.run_folder.manifest.pca import PcaManifest
 
 PROG = "beam-embed pca"
 
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
         args, beam_args = parse_args(argv)
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from beam_embed.pipeline.common.runners import check_runner, cluster_path, is_dask
+        from beam_embed.pipeline.common.runners.choice import check_runner, cluster_path, is_dask
         from beam_embed.pipeline.pca.job import check
 
         options = PipelineOptions(beam_args)

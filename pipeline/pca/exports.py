@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.manifest import PcaPlot, PcaProjector, PcaSample
-from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.run_folder.manifest.pca import PcaPlot, PcaProjector, PcaSample
+from beam_embed.pipeline.common.run_folder.staging import naming_file
 from beam_embed.pipeline.pca import plots, projector
 from beam_embed.pipeline.pca.maps import axis_labels, compute_map, drawn_method, map_title
 from beam_embed.pipeline.pca.project import pc_names

@@ -17,7 +17,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.inputs import vectors_of
 from beam_embed.process.blas import blas_threads
 

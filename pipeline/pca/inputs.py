@@ -1,8 +1,8 @@
 """The embedding job's shards as the PCA job reads them: blocks of whole records.
 
 A block is a `pyarrow.Table` of whole records: the requested columns plus the pooling column
-(as the Parquet shards store it: beam_embed.pipeline.common.vector_dtypes), whichever format the
-shards are in; each format's module reads them (beam_embed.pipeline.common.output_formats:
+(as the Parquet shards store it: beam_embed.pipeline.common.rows.vector_dtypes), whichever format
+the shards are in; each format's module reads them (beam_embed.pipeline.common.output_formats:
 Parquet a block per row group, read ahead on a thread; TFRecord batched and parsed in bulk with
 `tf.io.parse_example`). Nothing downstream touches a row in Python.
 """
@@ -13,9 +13,9 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.common.output_formats import output_format
-from beam_embed.pipeline.common.vector_dtypes import read_back
+from beam_embed.pipeline.common.rows.vector_dtypes import read_back
 from beam_embed.pipeline.pca.blocks import TableCoder  # noqa: F401  (registers the blocks' coder)
 
 

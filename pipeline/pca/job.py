@@ -3,8 +3,9 @@ against the manifest and the saved fit (make_plan), then one Beam pipeline that 
 twice: a first pass fits (FitPca), a second projects every record (ProjectEmbeddings ->
 WriteProjections) and keeps a deterministic sample (SampleRows); then the launcher draws the
 sample (exports.py) and writes the manifest last. Everything is written into the run's staging
-folder inside the output folder and swapped in whole at the end (beam_embed.pipeline.common.staging), so
-the previous run stays as it was until this one is complete."""
+folder inside the output folder and swapped in whole at the end
+(beam_embed.pipeline.common.run_folder.staging), so the previous run stays as it was until this one
+is complete."""
 
 from __future__ import annotations
 
@@ -17,23 +18,16 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.embedding_set import (
+from beam_embed.pipeline.common.finished_run.embedding_set import (
     BASE_TYPES,
     EmbeddingSet,
     load_embedding_set,
 )
-from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.literal_paths import matching
-from beam_embed.pipeline.common.manifest import (
-    MANIFEST,
-    ModelEntry,
-    OutputKind,
-    PcaFitEntry,
-    PcaInput,
-    PcaManifest,
-    PcaProjections,
-    make_folder,
-    model_differences,
+from beam_embed.pipeline.common.finished_run.shards import (
+    CheckedShards,
+    check_shards,
+    check_unchanged,
+    unverified,
 )
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.schema import (
@@ -41,15 +35,19 @@ from beam_embed.pipeline.common.output_formats.schema import (
     metadata_field,
     own_columns,
 )
-from beam_embed.pipeline.common.runners import runner_for
-from beam_embed.pipeline.common.shards import (
-    CheckedShards,
-    check_shards,
-    check_unchanged,
-    unverified,
+from beam_embed.pipeline.common.run_folder.literal_paths import matching
+from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry, model_differences
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST, OutputKind, make_folder
+from beam_embed.pipeline.common.run_folder.manifest.pca import (
+    PcaFitEntry,
+    PcaInput,
+    PcaManifest,
+    PcaProjections,
 )
-from beam_embed.pipeline.common.staged_run import staged_run
-from beam_embed.pipeline.common.staging import check_output, naming_file
+from beam_embed.pipeline.common.run_folder.staged_run import staged_run
+from beam_embed.pipeline.common.run_folder.staging import check_output, naming_file
+from beam_embed.pipeline.common.runners.choice import runner_for
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.pca.exports import (
     HTML_FILE,
     PNG_FILE,

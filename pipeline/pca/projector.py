@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.run_folder.staging import naming_file
 from beam_embed.pipeline.pca.limits import PROJECTOR_LIMIT
 
 TENSORS, METADATA, CONFIG = "tensors.tsv", "metadata.tsv", "projector_config.pbtxt"

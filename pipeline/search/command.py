@@ -21,8 +21,8 @@ import time
 import unicodedata
 
 from beam_embed.models.tf_import import import_tensorflow
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors, refused
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors, refused
 from beam_embed.pipeline.search.highlight import STYLES, highlight, query_words
 from beam_embed.pipeline.search.limits import (
     COLLAPSE_CANDIDATES,
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         collapsing = _collapsing(args.collapse, corpus.has_text)
     except ValueError as e:
         return refused(PROG, e)
-    from beam_embed.pipeline.common.shards import check_unchanged
+    from beam_embed.pipeline.common.finished_run.shards import check_unchanged
     p = corpus.pooling
     embedded = embedder.embed(list(args.queries))
     for line in cut_queries(embedded.num_tokens, embedded.truncated,

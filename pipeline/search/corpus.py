@@ -9,10 +9,10 @@ import dataclasses
 
 from beam_embed.models.spec import recorded_fingerprint
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.embedding_set import PoolingColumn, load_embedding_set
-from beam_embed.pipeline.common.manifest import ModelEntry
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn, load_embedding_set
+from beam_embed.pipeline.common.finished_run.shards import CheckedShards, check_shards, unverified
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.shards import CheckedShards, check_shards, unverified
+from beam_embed.pipeline.common.run_folder.manifest.entries import ModelEntry
 from beam_embed.pipeline.search.index import building, index_blocks, open_index
 from beam_embed.pipeline.search.scan import vector_blocks
 from beam_embed.process.log import log
@@ -74,7 +74,7 @@ def query_handles(corpus: Corpus, model: str | None) -> tuple[str, str, str | No
             f"was embedded with {m.name} (fingerprint {recorded}); a query must be embedded "
             "with the model of the stored vectors")
     if not found.same:
-        from beam_embed.pipeline.common.rows_agree import rows_agree
+        from beam_embed.pipeline.common.finished_run.rows_agree import rows_agree
 
         note = rows_agree(m, corpus.pooling, corpus.has_text, corpus.shards[0], corpus.format,
                           kind, encoder, preprocessor) if corpus.shards else None

@@ -18,7 +18,7 @@ import numpy as np
 
 from beam_embed.models.pooling import l2_normalize
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors, read_back
 from beam_embed.pipeline.search.limits import DEFAULT_BLOCK_ROWS
 from beam_embed.process.blas import blas_threads
 

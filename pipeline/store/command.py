@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from beam_embed.pipeline.common.command_line import CommandParser
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.settings.command_line import CommandParser
+from beam_embed.pipeline.common.settings.errors import one_line_errors
 from beam_embed.process import exits
 
 PROG = "beam-embed store"

@@ -18,7 +18,7 @@ from apache_beam.testing import test_pipeline
 
 from beam_embed import EmbedTexts, WriteEmbeddings, read_embeddings
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common.claim_stores import CLAIM
+from beam_embed.pipeline.common.run_folder.claim_stores import CLAIM
 from tests.api.helpers import (
     POOLINGS,
     RUN_FLAGS,
@@ -203,7 +203,7 @@ def test_a_live_claim_is_never_taken_over_and_a_dead_one_is_with_overwrite(tiny_
                                                                            tmp_path):
     out = str(tmp_path / "out")
     _write(tiny_export, out, items=elements()[:2], formats=["parquet"])
-    code = ("import sys; from beam_embed.pipeline.common.claim import claim_output; "
+    code = ("import sys; from beam_embed.pipeline.common.run_folder.claim import claim_output; "
             f"c = claim_output({out!r}, False, ['another writer']); print(c.run_id, flush=True); "
             "sys.stdin.read()")  # holds the claim until its stdin closes
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,

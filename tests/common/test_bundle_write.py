@@ -11,8 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beam_embed.pipeline.common.bundle_write import WriteEachBundle, _WriteBundle, number_shards
 from beam_embed.pipeline.common.output_formats import parquet
+from beam_embed.pipeline.common.run_folder.bundle_write import (
+    WriteEachBundle,
+    _WriteBundle,
+    number_shards,
+)
 from beam_embed.pipeline.job.sinks import JsonLinesSink
 from tests.common.test_parquet_sink import SCHEMA, _table
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 from google.api_core.exceptions import NotFound, PreconditionFailed
 
-from beam_embed.pipeline.common.claim import CLAIM, Holder, OutputBusy, claim_output
-from beam_embed.pipeline.common.claim_stores import _GcsStore
+from beam_embed.pipeline.common.run_folder.claim import CLAIM, Holder, OutputBusy, claim_output
+from beam_embed.pipeline.common.run_folder.claim_stores import _GcsStore
 from beam_embed.process import exits
 
 
@@ -54,7 +54,7 @@ def test_second_run_is_refused_naming_the_holder_until_released(tmp_path):
 
 def _dead_holder(folder) -> Holder:
     """A claim written by a process that has exited, as a killed run leaves it."""
-    code = (f"from beam_embed.pipeline.common.claim import claim_output; "
+    code = (f"from beam_embed.pipeline.common.run_folder.claim import claim_output; "
             f"c = claim_output({str(folder)!r}, False, ['killed']); print(c.run_id)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.getcwd()})

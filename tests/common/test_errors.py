@@ -10,7 +10,7 @@ import pytest
 import yaml
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line, one_line_errors
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line, one_line_errors
 from beam_embed.process import exits
 
 

@@ -17,8 +17,8 @@ import tensorflow as tf
 from beam_embed.models.tokens import TokenVectors
 from beam_embed.pipeline.common.output_formats import parquet, tfrecord
 from beam_embed.pipeline.common.output_formats.schema import OutputSchema, TokenSchema
-from beam_embed.pipeline.common.records import EmbeddedBatch, Record
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.rows.records import EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 
 ROWS = 9
 WIDTHS = (("mean", 6), ("cls", 3))

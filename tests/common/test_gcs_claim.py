@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from beam_embed.pipeline.common.claim import Holder, OutputBusy, claim_output
-from beam_embed.pipeline.common.claim_stores import CLAIM
+from beam_embed.pipeline.common.run_folder.claim import Holder, OutputBusy, claim_output
+from beam_embed.pipeline.common.run_folder.claim_stores import CLAIM
 from beam_embed.process import gcs_auth
 from tests.fake_gcs import FakeGcs
 

@@ -18,8 +18,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from beam_embed.pipeline.common.claim import CLAIM
-from beam_embed.pipeline.common.errors import one_line_errors
+from beam_embed.pipeline.common.run_folder.claim import CLAIM
+from beam_embed.pipeline.common.settings.errors import one_line_errors
 from beam_embed.process import exits
 from tests.job_helpers import run_job, write_lines
 

@@ -9,7 +9,7 @@ import pytest
 from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.literal_paths import (
+from beam_embed.pipeline.common.run_folder.literal_paths import (
     ExactFinalize,
     delete_files,
     delete_folders,

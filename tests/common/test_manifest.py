@@ -8,17 +8,18 @@ import json
 
 import pytest
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.manifest import (
-    JOB,
-    JOB_MANIFEST_VERSION,
-    PCA_MANIFEST_VERSION,
-    JobManifest,
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.run_folder.manifest.entries import (
     ModelEntry,
-    PcaManifest,
     PoolingEntry,
     ReuseEntry,
 )
+from beam_embed.pipeline.common.run_folder.manifest.job import (
+    JOB,
+    JOB_MANIFEST_VERSION,
+    JobManifest,
+)
+from beam_embed.pipeline.common.run_folder.manifest.pca import PCA_MANIFEST_VERSION, PcaManifest
 
 # A run's manifest as `beam-embed run` wrote it before the classes (a real run, paths shortened).
 JOB_JSON = {

@@ -12,7 +12,7 @@ import pytest
 
 from beam_embed import read_embeddings
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.process import exits
 from tests.job_helpers import run_job, write_lines
 

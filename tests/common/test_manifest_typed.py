@@ -11,13 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common.manifest import (
-    Counts,
-    Digest,
-    JobManifest,
-    ModelEntry,
-    PcaManifest,
-)
+from beam_embed.pipeline.common.run_folder.manifest.entries import Counts, Digest, ModelEntry
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.pca import PcaManifest
 
 STORED = Path(__file__).parent / "manifests"
 PARQUET, TFRECORD = "embeddings-00000-of-00001.parquet", "embeddings-00000-of-00001.tfrecord"

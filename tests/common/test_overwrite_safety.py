@@ -15,10 +15,9 @@ import pytest
 from apache_beam.io.filesystem import BeamIOError, FileMetadata, FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.claim import claim_output
-from beam_embed.pipeline.common.errors import CommandError
-from beam_embed.pipeline.common.manifest import JOB
-from beam_embed.pipeline.common.staging import (
+from beam_embed.pipeline.common.run_folder.claim import claim_output
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+from beam_embed.pipeline.common.run_folder.staging import (
     JOURNAL,
     STAGING_MARKER,
     NothingPublished,
@@ -28,6 +27,7 @@ from beam_embed.pipeline.common.staging import (
     remove_leftovers,
     staging_folder,
 )
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.pipeline.pca.job import PCA_OUTPUT
 from beam_embed.process import exits
 from tests.mounts import read_only
@@ -234,7 +234,8 @@ def test_a_read_only_folder_is_refused_naming_it(tmp_path, monkeypatch):
                 raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
             monkeypatch.setattr("tempfile.mkstemp", refuse)
-            monkeypatch.setattr("beam_embed.pipeline.common.claim_stores.open", refuse, raising=False)
+            monkeypatch.setattr("beam_embed.pipeline.common.run_folder.claim_stores.open", refuse,
+                                raising=False)
         with pytest.raises(ValueError) as refused:
             check_output(str(out), JOB, overwrite=True)
         assert str(refused.value) == f"--output {str(out)!r} is not writable (Read-only file system)"

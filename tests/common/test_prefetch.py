@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from beam_embed.pipeline.common.prefetch import prefetched
+from beam_embed.pipeline.common.output_formats.prefetch import prefetched
 
 
 def _counting(n, log, fail_at=None):

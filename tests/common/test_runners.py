@@ -10,7 +10,7 @@ from apache_beam.runners.worker import statesampler
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils.counters import CounterFactory
 
-from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.pipeline.common.runners.choice import runner_for
 from beam_embed.process.local_runs import SAMPLING_PERIOD_MS
 
 

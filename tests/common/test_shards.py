@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.finished_run.shards import check_shards, check_unchanged, unverified
 from beam_embed.pipeline.common.output_formats import output_format
 from beam_embed.pipeline.common.output_formats.tfrecord import framed_records, read_records
-from beam_embed.pipeline.common.shards import check_shards, check_unchanged, unverified
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from tests.pca.fixtures import clustered_matrix, records, without_digests, write_embeddings
 
 

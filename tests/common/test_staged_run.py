@@ -12,11 +12,11 @@ import signal
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.claim import CLAIM, claim_output
-from beam_embed.pipeline.common.errors import CommandError, IncompleteInput
-from beam_embed.pipeline.common.manifest import JOB
-from beam_embed.pipeline.common.staged_run import OutputRefused, StagedRun, staged_run
-from beam_embed.pipeline.common.staging import JOURNAL, STAGING_PREFIX, make_staging
+from beam_embed.pipeline.common.run_folder.claim import CLAIM, claim_output
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+from beam_embed.pipeline.common.run_folder.staged_run import OutputRefused, StagedRun, staged_run
+from beam_embed.pipeline.common.run_folder.staging import JOURNAL, STAGING_PREFIX, make_staging
+from beam_embed.pipeline.common.settings.errors import CommandError, IncompleteInput
 from beam_embed.process import exits
 
 

@@ -8,9 +8,8 @@ import json
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.errors import CommandError
-from beam_embed.pipeline.common.manifest import JOB
-from beam_embed.pipeline.common.staging import (
+from beam_embed.pipeline.common.run_folder.manifest.job import JOB
+from beam_embed.pipeline.common.run_folder.staging import (
     STAGING_MARKER,
     NothingPublished,
     Previous,
@@ -20,6 +19,7 @@ from beam_embed.pipeline.common.staging import (
     remove_leftovers,
     staging_folder,
 )
+from beam_embed.pipeline.common.settings.errors import CommandError
 
 
 def _manifest(tag: str, names: list[str]) -> str:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_embed.pipeline.common.vector_dtypes import read_back, stored_as
+from beam_embed.pipeline.common.rows.vector_dtypes import read_back, stored_as
 
 WIDTH = 12
 

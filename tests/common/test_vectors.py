@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from beam_embed.pipeline.common.vectors import vector_matrix
+from beam_embed.pipeline.common.rows.vectors import vector_matrix
 
 
 def _column(x: np.ndarray) -> pa.FixedSizeListArray:

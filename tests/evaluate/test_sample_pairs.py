@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 
-from beam_embed.pipeline.common.sample_corpus import TOPICS
+from beam_embed.pipeline.common.settings.sample_corpus import TOPICS
 from beam_embed.pipeline.evaluate.data import read_pairs
 from beam_embed.pipeline.evaluate.sample_pairs import pairs, write_sample_pairs
 

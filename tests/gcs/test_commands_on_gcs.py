@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common.manifest import PcaManifest
+from beam_embed.pipeline.common.run_folder.manifest.pca import PcaManifest
 from tests.evaluate.test_command import reference_vectors
 from tests.gcs_emulator import GcsFolder, use_emulator
 from tests.job_helpers import dead_letters, parquet_rows, tfrecord_rows

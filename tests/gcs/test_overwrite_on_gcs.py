@@ -15,8 +15,8 @@ import time
 import pytest
 
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common import staging
-from beam_embed.pipeline.common.claim_stores import CLAIM
+from beam_embed.pipeline.common.run_folder import staging
+from beam_embed.pipeline.common.run_folder.claim_stores import CLAIM
 from beam_embed.process import exits
 
 pytestmark = pytest.mark.pipeline  # whole commands, end to end
@@ -91,7 +91,7 @@ def test_overwrite_is_staged_then_swapped_replacing_only_listed_files(gcs, tiny_
 # waits to be killed. Everything before is the job as it runs.
 _STOPS_AT_THE_SWAP = """
 import pathlib, sys, time
-from beam_embed.pipeline.common import staging
+from beam_embed.pipeline.common.run_folder import staging
 
 def stop(*args, **kwargs):
     pathlib.Path(sys.argv[1]).write_text("at the swap")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from beam_embed.pipeline.common.errors import CommandError
-from beam_embed.pipeline.common.manifest import JobManifest
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.pipeline.job.complete import check_rows
 
 

@@ -8,7 +8,7 @@ import collections
 import gzip
 import json
 
-from beam_embed.pipeline.common.records import DeadLetter, Record
+from beam_embed.pipeline.common.rows.records import DeadLetter, Record
 from beam_embed.pipeline.job.build import dead_counts, read_dead_counts
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.sources import PrepareTexts, read_file

@@ -179,7 +179,7 @@ def test_a_worker_that_does_not_see_the_output_or_finds_another_model_is_refused
     assert found != ours and err[len(prefix) + 16:] == \
         f", the launcher's {ours}; give every worker the same model files\n"
     # a worker that loads the model checks it too (one that joined after the probe)
-    from beam_embed.pipeline.common.dask_runner.probe import ModelMismatch, check_loaded
+    from beam_embed.pipeline.common.runners.dask.probe import ModelMismatch, check_loaded
     with split_cluster.client() as client:
         with pytest.raises(ModelMismatch, match=f"fingerprint {found}, the run's {ours}"):
             client.submit(check_loaded, spec, ours, workers=[split_cluster.other_worker],

@@ -8,7 +8,7 @@ import pytest
 from dask.system import CPU_COUNT
 
 from beam_embed.models.spec import encoder_spec
-from beam_embed.pipeline.common.dask_runner.cores import core_share, worker_cores
+from beam_embed.pipeline.common.runners.dask.cores import core_share, worker_cores
 from beam_embed.pipeline.job.embed import EncoderHandler
 from tests.dask_cluster import LoopbackCluster
 

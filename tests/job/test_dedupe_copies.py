@@ -14,7 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that
 
 from beam_embed.models.spec import encoder_spec
-from beam_embed.pipeline.common.records import EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import EmbeddedBatch, Record
 from beam_embed.pipeline.job.embed import EmbedRecords
 from beam_embed.pipeline.job.incremental import REUSED_BATCH, EmbedDistinct
 

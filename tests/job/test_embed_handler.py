@@ -8,7 +8,7 @@ import numpy as np
 
 from beam_embed.models.embedder import Embedded
 from beam_embed.models.spec import EncoderSpec
-from beam_embed.pipeline.common.records import DeadLetter, EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import DeadLetter, EmbeddedBatch, Record
 from beam_embed.pipeline.job.embed import BundleBatch, BundleEnd, EncoderHandler
 
 

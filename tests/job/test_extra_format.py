@@ -14,11 +14,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.finished_run.shards import check_shards
 from beam_embed.pipeline.common.output_formats import OutputFormat
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX, SHARD_TEMPLATE
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.job.sinks import JsonLinesSink
 from tests.job_helpers import run_job, write_lines
 

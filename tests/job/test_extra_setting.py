@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from beam_embed.pipeline.common.setting_fields import flag, setting
+from beam_embed.pipeline.common.settings.setting_fields import flag, setting
 from beam_embed.pipeline.job import build, settings
 from beam_embed.pipeline.job.command import main
 from tests.job_helpers import run_job, write_lines

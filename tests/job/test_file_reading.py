@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter, Record
+from beam_embed.pipeline.common.rows.records import INCOMPLETE, DeadLetter, Record
 from beam_embed.pipeline.job.formats import Fields
 from beam_embed.pipeline.job.sources import read_file
 

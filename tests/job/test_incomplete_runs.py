@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from beam_embed.pipeline.common.manifest import Counts
+from beam_embed.pipeline.common.run_folder.manifest.entries import Counts
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.summary import exit_code
 from beam_embed.process import exits

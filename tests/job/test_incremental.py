@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from beam_embed.models.embedder import Embedder
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 from beam_embed.pipeline.job.command import main
 from tests.bert_reference import tiny_poolings
 from tests.job_helpers import dead_letters, parquet_rows, run_job, tfrecord_rows, write_lines

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_embed.pipeline.common.records import INCOMPLETE, DeadLetter
+from beam_embed.pipeline.common.rows.records import INCOMPLETE, DeadLetter
 from beam_embed.pipeline.job import sources
 from beam_embed.pipeline.job.command import main
 from beam_embed.pipeline.job.formats import Fields

@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors, int8_ranges
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors, int8_ranges
 from beam_embed.pipeline.job import calibration
 from beam_embed.pipeline.job.calibration import held_out_fidelity, sample_texts
 from beam_embed.pipeline.job.formats import Fields

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from beam_embed.pipeline.common.embedding_set import load_embedding_set
-from beam_embed.pipeline.common.shards import check_shards
+from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+from beam_embed.pipeline.common.finished_run.shards import check_shards
 from beam_embed.pipeline.job.command import main
 from beam_embed.process import exits
 from tests.job_helpers import run_job, write_lines

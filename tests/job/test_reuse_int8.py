@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from beam_embed.models.embedder import Embedder
 from beam_embed.pipeline.common.output_formats import parquet, tfrecord
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors, int8_ranges
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors, int8_ranges
 from beam_embed.pipeline.job.command import main
 from tests.job_helpers import parquet_rows, run_job, write_lines
 

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.setting_fields import add_flags
+from beam_embed.pipeline.common.settings.setting_fields import add_flags
 from beam_embed.pipeline.job.settings import RunSettings
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from beam_embed import read_embeddings
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common import shards
-from beam_embed.pipeline.common.errors import IncompleteInput
+from beam_embed.pipeline.common.finished_run import shards
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 from beam_embed.pipeline.job import reuse
 from beam_embed.pipeline.pca import job as pca_job
 from beam_embed.pipeline.search import corpus as search_corpus

@@ -19,7 +19,7 @@ from beam_embed.pipeline.common.output_formats.tfrecord import (
     serialized,
     sink,
 )
-from beam_embed.pipeline.common.records import EmbeddedBatch, Record
+from beam_embed.pipeline.common.rows.records import EmbeddedBatch, Record
 
 
 def _batch(rows: int = 40) -> EmbeddedBatch:

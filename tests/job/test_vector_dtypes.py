@@ -125,7 +125,7 @@ def test_stored_values_are_numpys_quantisation_of_the_float32_run(runs, column):
 
 
 def test_read_back_vectors_are_within_each_dtypes_tolerance(runs):
-    from beam_embed.pipeline.common.embedding_set import load_embedding_set
+    from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
     from beam_embed.pipeline.common.output_formats import output_format
     from beam_embed.pipeline.search.scan import vector_blocks
 

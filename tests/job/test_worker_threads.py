@@ -33,7 +33,7 @@ def test_each_runner_gets_its_pools():
 
 
 def test_a_dask_worker_sizes_the_spec_it_loads_with_the_same_answer(monkeypatch):
-    from beam_embed.pipeline.common.dask_runner import cores
+    from beam_embed.pipeline.common.runners.dask import cores
 
     monkeypatch.setattr(cores, "worker_cores", lambda: 3)
     here = EncoderHandler(SPEC)._spec_here()

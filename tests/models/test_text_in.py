@@ -13,7 +13,7 @@ from beam_embed.models.encoders.detect import detect
 from beam_embed.models.encoders.text_in import HubTextEncoder, units_with_offsets
 from beam_embed.models.spec import encoder_spec
 from beam_embed.pipeline.cli import main as cli
-from beam_embed.pipeline.common.records import Record
+from beam_embed.pipeline.common.rows.records import Record
 from beam_embed.pipeline.job.embed import estimated_tokens
 from tests.job_helpers import parquet_rows, run_job, tfrecord_rows, write_lines
 from tests.models.test_bert_tf1 import cosines

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.blocks import TableCoder
 from beam_embed.pipeline.pca.inputs import ReadEmbeddings
 from tests.pca.fixtures import WIDTH, clustered_matrix, records

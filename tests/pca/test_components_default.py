@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca.command import main
 from beam_embed.pipeline.pca.fit import FitSpec, Moments, fit_pca, save_fit
 from tests.pca.fixtures import (

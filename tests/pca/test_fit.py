@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 from sklearn.decomposition import PCA, TruncatedSVD
 
-from beam_embed.pipeline.common.embedding_set import PoolingColumn
+from beam_embed.pipeline.common.finished_run.embedding_set import PoolingColumn
 from beam_embed.pipeline.pca import fit as pca_fit
 from beam_embed.pipeline.pca.fit import (
     FitSpec,

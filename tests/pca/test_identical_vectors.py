@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from beam_embed.pipeline.common.claim_stores import CLAIM
-from beam_embed.pipeline.common.staging import STAGING_PREFIX
+from beam_embed.pipeline.common.run_folder.claim_stores import CLAIM
+from beam_embed.pipeline.common.run_folder.staging import STAGING_PREFIX
 from beam_embed.pipeline.pca.maps import drawn_method, without_spread
 from tests.pca.fixtures import clustered_matrix, read_projections, records, write_embeddings
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.decomposition import PCA
 
-from beam_embed.pipeline.common.staging import check_output, publish
+from beam_embed.pipeline.common.run_folder.staging import check_output, publish
 from beam_embed.pipeline.pca.command import main
 from beam_embed.pipeline.pca.fit import load_fit
 from beam_embed.pipeline.pca.job import PCA_OUTPUT

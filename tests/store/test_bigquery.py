@@ -106,8 +106,8 @@ def test_the_store_command_says_bigquery_is_written_by_the_run(tmp_path, capsys)
 def test_the_table_rows_hold_the_vectors_as_the_run_stores_them():
     """The step's rows for a batch stored as float16 and as int8: each row's `embedding` is the
     vector the run's Parquet column reads back as, computed here from the dtype's own rule."""
-    from beam_embed.pipeline.common.records import EmbeddedBatch, Record
-    from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+    from beam_embed.pipeline.common.rows.records import EmbeddedBatch, Record
+    from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(3, 5)).astype(np.float32)

@@ -1,7 +1,7 @@
-"""Beam's runner internals behind the project's Dask runner (beam_embed.pipeline.common.dask_runner).
-Beam documents none of these for use outside its own runners ("For internal use only; no
-backwards-compatibility guarantees"), and a runner has no public way to walk a pipeline, swap
-its transforms or run a DoFn over a bundle.
+"""Beam's runner internals behind the project's Dask runner
+(beam_embed.pipeline.common.runners.dask). Beam documents none of these for use outside its own
+runners ("For internal use only; no backwards-compatibility guarantees"), and a runner has no public
+way to walk a pipeline, swap its transforms or run a DoFn over a bundle.
 """
 
 from __future__ import annotations

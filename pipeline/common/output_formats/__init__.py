@@ -14,7 +14,13 @@ one module + one entry here + its tests (tests/job/test_extra_format.py register
 alone).
 
 The registry is a plain dict, read when asked (never copied at import), so a test can register
-a format of its own for the length of the test.
+a format of its own for the length of the test. Beside the formats: Beam's file sink around a
+format's writer (sink.py) and the thread that reads a format's next row group ahead
+(prefetch.py).
+
+May import: beam_embed.pipeline.common.run_folder (the folder's names, bundle writes, digests),
+.rows, .settings, Beam, pyarrow, numpy, TensorFlow (inside functions only). Never
+.finished_run or .stores, which read a run through these formats.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ class OutputFormat:
     # open_batches(handle, schema, shard_bytes) -> an object writing the job's EmbeddedBatches
     # into one open file (encode(batch) -> a payload with its size in `nbytes` or len();
     # write(payload); pending_bytes(): what it holds not yet written; close()):
-    # the job's shards of bounded size, committed as they close (committed_shards.py), which
-    # --resume keeps. None: the job writes the format with `write` alone (no --resume)
+    # the job's shards of bounded size, committed as they close (run_folder/committed_shards.py),
+    # which --resume keeps. None: the job writes the format with `write` alone (no --resume)
     open_batches: Callable | None = None
     # a dataset format (one dataset of the run, not shards: Lance) writes a part of it in each
     # shard set instead: open_part(output, set_name, schema, shard_bytes) -> an object with

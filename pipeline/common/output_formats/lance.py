@@ -3,11 +3,12 @@
 (so every --vector_dtype is stored as Parquet stores it: float32 and float16 vectors as
 fixed-size lists, int8 and binary codes as fixed-size binaries).
 
-Each committed shard set (committed_shards.py) writes one Lance fragment: its rows gathered,
-then written as one data file under `embeddings.lance/data/` when the set closes. The manifest's
-step commits the dataset once, from every set's fragment (a killed attempt's kept ones
-included), as its first version: until then no version exists, so a killed or failed run leaves
-no readable dataset, and the staging folder publishes the whole dataset like any other file.
+Each committed shard set (run_folder/committed_shards.py) writes one Lance fragment: its rows
+gathered, then written as one data file under `embeddings.lance/data/` when the set closes. The
+manifest's step commits the dataset once, from every set's fragment (a killed attempt's kept
+ones included), as its first version: until then no version exists, so a killed or failed run
+leaves no readable dataset, and the staging folder publishes the whole dataset like any other
+file.
 
 The run's manifest lists every file of the dataset (data, version, transaction files) under
 `files["lance"]`, with their sizes and SHA-256; a data file's rows are its fragment's, the
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 DATASET = "embeddings.lance"  # the run's dataset, in its folder; the table `embeddings`
 SUFFIX = ".lance"

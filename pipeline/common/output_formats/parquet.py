@@ -15,8 +15,8 @@ them.
 
 from __future__ import annotations
 
-from beam_embed.pipeline.common.errors import IncompleteInput, one_line
 from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
+from beam_embed.pipeline.common.settings.errors import IncompleteInput, one_line
 
 SUFFIX = ".parquet"
 GROUPS_PER_SPLIT = 16  # pca: a split's row groups are read in order, one worker; splits spread
@@ -160,8 +160,8 @@ class ParquetBatches:
 
 
 def open_batches(handle, schema, shard_bytes: int) -> ParquetBatches:
-    """A shard of the job's rows being written (committed_shards.py): row groups of at most
-    64 MiB, and at least four to a shard."""
+    """A shard of the job's rows being written (run_folder/committed_shards.py): row groups of
+    at most 64 MiB, and at least four to a shard."""
     return ParquetBatches(handle, schema, max(1, min(64 << 20, shard_bytes // 4)))
 
 
@@ -202,8 +202,8 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.pipeline.common.bundle_write import write_shards
-    from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
+    from beam_embed.pipeline.common.run_folder.bundle_write import write_shards
+    from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX, SHARD_TEMPLATE
 
     shards = sink(FileSystems.join(output, PREFIX), arrow_schema(schema), num_shards, SUFFIX,
                   SHARD_TEMPLATE, digests=True)
@@ -245,7 +245,7 @@ def row_groups(path: str, columns: list[str]):
 # pca: shard paths -> one block per row group, in splits of up to GROUPS_PER_SPLIT row groups
 # spread over the workers, each split's next row groups read on a thread while the current block
 # is worked on (a 1M-row PCA spends about as long decoding Parquet as in BLAS; see
-# beam_embed.pipeline.common.prefetch).
+# beam_embed.pipeline.common.output_formats.prefetch).
 
 def row_group_splits(path: str):
     """(path, first, stop) row-group ranges of one Parquet shard, GROUPS_PER_SPLIT at most."""
@@ -263,7 +263,7 @@ def read_row_groups(split, columns: list[str]):
     parallelism (measured: the same speed or slower with them on)."""
     import pyarrow.parquet as pq
 
-    from beam_embed.pipeline.common.prefetch import prefetched
+    from beam_embed.pipeline.common.output_formats.prefetch import prefetched
 
     path, first, stop = split
     with _open(path) as f:
@@ -274,7 +274,7 @@ def read_row_groups(split, columns: list[str]):
 
 def read_blocks(files, columns: tuple[str, ...], pooling, rows: dict):
     """Shard paths -> one block per row group (the rows were checked against the manifest from
-    the footers before: beam_embed.pipeline.common.shards.check_shards)."""
+    the footers before: beam_embed.pipeline.common.finished_run.shards.check_shards)."""
     import apache_beam as beam
     import pyarrow as pa
 
@@ -289,7 +289,7 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
     """--reuse: (text, float32 vectors per (column, width), num_tokens, truncated) per row.
     `stored`: how the run stored each column (StoredVectors, in `columns`' order; None:
     float32); an int8 run's codes read back as values its ranges encode to the same codes."""
-    from beam_embed.pipeline.common.vector_dtypes import StoredVectors, read_back
+    from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors, read_back
 
     names = [c for c, _ in columns]
     stored = stored or tuple(StoredVectors("float32", w) for _, w in columns)
@@ -304,7 +304,8 @@ def read_previous(path: str, columns: tuple[tuple[str, int], ...], stored=None):
 
 def read_table(path: str, columns: tuple[str, ...], pooling, rows: dict):
     """read_embeddings: the shard's `columns` and the pooling's column (its rows were checked
-    against the manifest from the footers before: beam_embed.pipeline.common.shards)."""
+    against the manifest from the footers before:
+    beam_embed.pipeline.common.finished_run.shards)."""
     import pyarrow.parquet as pq
 
     with _open(path) as f:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from beam_embed.pipeline.common.records import ChunkPlace
+from beam_embed.pipeline.common.rows.records import ChunkPlace
 
 BASE_COLUMNS = ("id", "text", "source", "num_tokens", "truncated")
 CHUNK_COLUMNS = ("parent_id", "chunk_index", "char_start", "char_end")  # strings, then int64
@@ -84,7 +84,7 @@ class OutputSchema:
 
     def storage(self) -> list:
         """(column, how its vectors are stored: a StoredVectors) per pooling."""
-        from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+        from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
 
         return [(col, self.stored[i] if self.stored else StoredVectors("float32", width))
                 for i, (col, width) in enumerate(self.widths)]

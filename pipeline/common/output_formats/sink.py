@@ -14,20 +14,20 @@ from collections.abc import Callable
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from beam_embed.pipeline.common.literal_paths import ExactFinalize, existing
-from beam_embed.pipeline.common.shard_digests import (
+from beam_embed.pipeline.common.run_folder.literal_paths import ExactFinalize, existing
+from beam_embed.pipeline.common.run_folder.shard_digests import (
     HashingFile,
     sidecar,
     with_sidecars,
     write_sidecar,
 )
-from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.run_folder.staging import naming_file
 
 
 class FormatSink(ExactFinalize, filebasedsink.FileBasedSink):
     """`digests`: each file's size and SHA-256, hashed as it is written, are left beside it for
-    the manifest (beam_embed.pipeline.common.shard_digests), and move with it when it is renamed
-    to its shard name."""
+    the manifest (beam_embed.pipeline.common.run_folder.shard_digests), and move with it when it is
+    renamed to its shard name."""
 
     def __init__(self, file_path_prefix: str, file_name_suffix: str, num_shards: int,
                  shard_name_template: str | None, open_file: Callable, mime_type: str,

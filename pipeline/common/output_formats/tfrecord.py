@@ -26,8 +26,8 @@ import functools
 import struct
 from collections.abc import Iterator
 
-from beam_embed.pipeline.common.errors import IncompleteInput
 from beam_embed.pipeline.common.output_formats.schema import CHUNK_COLUMNS, chunk_values
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 SUFFIX = ".tfrecord"
 
@@ -290,7 +290,7 @@ class ExampleBatches:
 
 
 def open_batches(handle, schema, shard_bytes: int) -> ExampleBatches:
-    """A shard of the job's rows being written (committed_shards.py)."""
+    """A shard of the job's rows being written (run_folder/committed_shards.py)."""
     return ExampleBatches(handle, schema)
 
 
@@ -310,8 +310,8 @@ def write(output: str, schema, num_shards: int, in_bundles: bool = False):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_embed.pipeline.common.bundle_write import write_shards
-    from beam_embed.pipeline.common.manifest import PREFIX, SHARD_TEMPLATE
+    from beam_embed.pipeline.common.run_folder.bundle_write import write_shards
+    from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX, SHARD_TEMPLATE
 
     shards = sink(FileSystems.join(output, PREFIX), SUFFIX, num_shards, SHARD_TEMPLATE,
                   digests=True)
@@ -367,7 +367,7 @@ def read_records(path: str, expected: int | None = None) -> Iterator[bytes]:
 
 
 def _size(path: str) -> int | None:
-    from beam_embed.pipeline.common.literal_paths import size
+    from beam_embed.pipeline.common.run_folder.literal_paths import size
 
     return size(path)  # a folder named "exp[1]" is no pattern here
 

@@ -7,6 +7,10 @@ Every store takes the same rows (rows.py: id, the chosen pooling's float32 vecto
 the metadata columns), a batch at a time, and upserts them: loading a run twice, or a re-run of
 it, leaves one point per id. The clients are an extra (`[stores]`); a missing one is one line
 naming the install command. Nothing here is imported before a store is asked for.
+
+May import: beam_embed.pipeline.common.finished_run (a run as its readers see it),
+.output_formats (the schema's columns), .rows, .settings, and the store clients inside
+functions. Nothing else of beam_embed.pipeline.common imports this.
 """
 
 from __future__ import annotations

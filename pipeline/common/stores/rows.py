@@ -34,9 +34,9 @@ class RunRows:
     model: str
 
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RowBatch]:
-        from beam_embed.pipeline.common.embedding_set import load_embedding_set
-        from beam_embed.pipeline.common.shards import check_shards, check_unchanged
-        from beam_embed.pipeline.common.vector_dtypes import read_back
+        from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
+        from beam_embed.pipeline.common.finished_run.shards import check_shards, check_unchanged
+        from beam_embed.pipeline.common.rows.vector_dtypes import read_back
 
         found = load_embedding_set(self.folder)
         chosen = found.pooling(self.column)
@@ -63,7 +63,7 @@ class RunRows:
 def run_rows(folder: str, pooling: str | None) -> RunRows:
     """The run's rows to load; a ValueError naming what is wrong (no manifest, no such pooling,
     no shards a store can read)."""
-    from beam_embed.pipeline.common.embedding_set import load_embedding_set
+    from beam_embed.pipeline.common.finished_run.embedding_set import load_embedding_set
 
     found = load_embedding_set(folder.rstrip("/"))
     chosen = found.pooling(pooling)

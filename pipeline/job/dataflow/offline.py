@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import (
     TestOptions,
 )
 
-from beam_embed.pipeline.common.runners import runner_for
+from beam_embed.pipeline.common.runners.choice import runner_for
 from beam_embed.process.library_noise import stderr_held
 from beam_embed.process.log import is_verbose
 from beam_embed.process.private_apis.beam import (

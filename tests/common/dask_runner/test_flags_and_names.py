@@ -12,7 +12,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_embed.pipeline.cli import main
-from beam_embed.pipeline.common.runners import check_runner, is_dask, runner_for
+from beam_embed.pipeline.common.runners.choice import check_runner, is_dask, runner_for
 
 DASK_ARGS = ["--runner", "DaskRunner", "--dask_client_address", "tcp://10.0.0.1:8786",
              "--dask_npartitions", "4"]
@@ -38,7 +38,7 @@ def test_a_misspelled_dask_flag_is_one_line_with_a_hint(capsys):
                                             (["--dask_npartitions", "2"], True)])
 def test_daskoptions_are_imported_only_for_a_dask_flag(argv, imported):
     script = ("import sys\n"
-              "from beam_embed.pipeline.common.command_line import check_beam_args\n"
+              "from beam_embed.pipeline.common.settings.command_line import check_beam_args\n"
               f"check_beam_args({argv!r}, set(), 'p')\n"
               "print('distributed' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -49,7 +49,7 @@ def test_daskoptions_are_imported_only_for_a_dask_flag(argv, imported):
 @pytest.mark.parametrize("name", ["DaskRunner", "dask", "daskrunner",
                                   "apache_beam.runners.dask.dask_runner.DaskRunner"])
 def test_every_name_of_a_dask_runner_gets_the_projects(name):
-    from beam_embed.pipeline.common.dask_runner.runner import DaskRunner
+    from beam_embed.pipeline.common.runners.dask.runner import DaskRunner
 
     options = PipelineOptions(["--runner", name])
     assert is_dask(options) and type(runner_for(options)) is DaskRunner

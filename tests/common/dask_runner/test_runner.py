@@ -17,8 +17,8 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms import userstate, window
 
-from beam_embed.pipeline.common.dask_runner.bundles import held_runs
-from beam_embed.pipeline.common.dask_runner.runner import DaskRunner, SchedulerUnreachable
+from beam_embed.pipeline.common.runners.dask.bundles import held_runs
+from beam_embed.pipeline.common.runners.dask.runner import DaskRunner, SchedulerUnreachable
 
 BEAMS = "apache_beam.runners.dask.dask_runner.DaskRunner"
 
@@ -310,7 +310,7 @@ class Draws(beam.DoFn):
 def test_a_partition_that_runs_again_draws_the_same_random_numbers():
     # as a partition does when its worker was lost: Beam's round-robin sharding draws each
     # bundle's first shard, and a shuffle after it must get the same split the second time
-    from beam_embed.pipeline.common.dask_runner.bundles import Step, release, run_bundle
+    from beam_embed.pipeline.common.runners.dask.bundles import Step, release, run_bundle
     from beam_embed.process.private_apis.beam import pickled
 
     pardo = beam.ParDo(Draws())

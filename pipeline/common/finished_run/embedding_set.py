@@ -12,16 +12,16 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.pipeline.common import output_formats
-from beam_embed.pipeline.common.manifest import (
-    MANIFEST,
+from beam_embed.pipeline.common.rows.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.run_folder.manifest.entries import (
     Counts,
-    JobManifest,
     ModelEntry,
     PoolingEntry,
     ShardRows,
 )
-from beam_embed.pipeline.common.staging import safe_names
-from beam_embed.pipeline.common.vector_dtypes import StoredVectors
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST
+from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+from beam_embed.pipeline.common.run_folder.staging import safe_names
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PoolingColumn:
     width: int
     normalize: bool
     dtype: str = "float32"
-    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.vector_dtypes
+    scale: tuple = ()  # int8 only: beam_embed.pipeline.common.rows.vector_dtypes
     offset: tuple = ()
 
     def __post_init__(self):  # lists from JSON (a saved PCA fit's spec) compare as tuples

@@ -22,7 +22,7 @@ import time
 import apache_beam as beam
 from apache_beam.runners.runner import PipelineResult, PipelineRunner, PipelineState
 
-from beam_embed.pipeline.common.errors import one_line
+from beam_embed.pipeline.common.settings.errors import one_line
 from beam_embed.process.private_apis.beam_runner import (
     create_stand_in,
     dask_options,
@@ -159,7 +159,7 @@ def connect(options, timeout_s: float | None = None, workers: bool = True):
 
 class DaskRunner(PipelineRunner):
     def run_pipeline(self, pipeline, options):
-        from beam_embed.pipeline.common.dask_runner.translate import Graph, check
+        from beam_embed.pipeline.common.runners.dask.translate import Graph, check
 
         replace_transforms(pipeline, {beam.Create: lambda t: create_stand_in()(t.values),
                                       beam.Reshuffle: lambda t: reshuffle_stand_in()()})
@@ -168,7 +168,7 @@ class DaskRunner(PipelineRunner):
         dask = options.view_as(DaskOptions)
         client = connect(options)
         try:
-            from beam_embed.pipeline.common.dask_runner.translate import GPU
+            from beam_embed.pipeline.common.runners.dask.translate import GPU
 
             workers = client.scheduler_info()["workers"]
             graph = Graph(dask.npartitions or max(1, sum(w["nthreads"] for w in workers.values())),
@@ -252,7 +252,7 @@ class DaskResult(PipelineResult):
 
     def _end(self, state) -> None:
         """Cancels what still runs, tears down the run's DoFns on every worker, disconnects."""
-        from beam_embed.pipeline.common.dask_runner.bundles import release
+        from beam_embed.pipeline.common.runners.dask.bundles import release
 
         self._state = state
         try:

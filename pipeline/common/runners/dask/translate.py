@@ -18,7 +18,7 @@ import dask
 import dask.bag as db
 from dask.highlevelgraph import HighLevelGraph
 
-from beam_embed.pipeline.common.dask_runner.bundles import Step, run_bundle
+from beam_embed.pipeline.common.runners.dask.bundles import Step, run_bundle
 from beam_embed.process.private_apis.beam import pickled
 from beam_embed.process.private_apis.beam_runner import (
     create_stand_in,

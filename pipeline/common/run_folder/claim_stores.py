@@ -1,5 +1,6 @@
 """Where a claim lives: one store per kind of filesystem, each creating the claim file
-atomically where the filesystem allows it (pipeline/common/claim.py says what a claim is).
+atomically where the filesystem allows it (pipeline/common/run_folder/claim.py says what a claim
+is).
 
 Every store has create(data) -> token | None (None: the claim exists), read() -> (data, token)
 | None, replace(data, token) -> token | None (None: it is no longer the claim read) and

@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.errors import CommandError, one_line
-from beam_embed.pipeline.common.literal_paths import (
+from beam_embed.pipeline.common.run_folder.literal_paths import (
     delete_files,
     delete_folders,
     matching,
     objects_under,
 )
-from beam_embed.pipeline.common.manifest import MANIFEST, OutputKind
+from beam_embed.pipeline.common.run_folder.manifest.folder import MANIFEST, OutputKind
+from beam_embed.pipeline.common.settings.errors import CommandError, one_line
 from beam_embed.process.log import log
 
 STAGING_PREFIX = ".beam-embed-staging-"

@@ -25,8 +25,8 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.claim_stores import CLAIM, store_for
-from beam_embed.pipeline.common.errors import CommandError
+from beam_embed.pipeline.common.run_folder.claim_stores import CLAIM, store_for
+from beam_embed.pipeline.common.settings.errors import CommandError
 from beam_embed.process import exits
 from beam_embed.process.log import log
 
@@ -100,7 +100,7 @@ class Holder:
 class Claim:
     """Held while a run writes; a context manager that releases it (even on errors).
     `taken_over`: the run id of the killed run whose claim this one replaced, if any (that run's
-    staging folder is provably a run's to remove: beam_embed.pipeline.common.staging)."""
+    staging folder is provably a run's to remove: beam_embed.pipeline.common.run_folder.staging)."""
 
     def __init__(self, store, token, holder: Holder, taken_over: str | None = None):
         self._store, self._token, self.holder = store, token, holder

@@ -31,10 +31,10 @@ import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_embed.pipeline.common.bundle_write import unnumbered_name
-from beam_embed.pipeline.common.manifest import PREFIX
-from beam_embed.pipeline.common.shard_digests import HashingFile
-from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.run_folder.bundle_write import unnumbered_name
+from beam_embed.pipeline.common.run_folder.manifest.folder import PREFIX
+from beam_embed.pipeline.common.run_folder.shard_digests import HashingFile
+from beam_embed.pipeline.common.run_folder.staging import naming_file
 from beam_embed.process.private_apis.beam import bundle_output
 
 COMMITS = "commits"  # in the staging folder: <set>.json and <set>.keys for each committed set
@@ -188,7 +188,7 @@ def empty_set(output: str, formats: tuple, schema) -> dict:
 def read_commits(output: str) -> list[dict]:
     """The commit records in `output` (a staging folder), in the order of their set names;
     one that cannot be read (cut short by a kill as it was written) is not a commit."""
-    from beam_embed.pipeline.common.literal_paths import matching
+    from beam_embed.pipeline.common.run_folder.literal_paths import matching
 
     found = []
     for path in sorted(matching(FileSystems.join(output, COMMITS), ["*.json"])):

@@ -5,8 +5,8 @@ the manifest describes.
 A run records each shard's row count (`rows`), counted by its format
 (beam_embed.pipeline.common.output_formats): Parquet from the file's footer, TFRecord from its
 records; and each shard's size and SHA-256 (`digests`), hashed as it was written
-(beam_embed.pipeline.common.shard_digests). Before any data is read, a reader checks each shard's
-rows where they are cheap to count (Parquet: one footer per file; every format with
+(beam_embed.pipeline.common.run_folder.shard_digests). Before any data is read, a reader checks each
+shard's rows where they are cheap to count (Parquet: one footer per file; every format with
 `count_all`: --reuse refuses a damaged run before the job starts), its size and its SHA-256:
 a missing, truncated, swapped or edited shard is named at once, even one with the same rows (a
 shard of a --no-normalize run of the same texts). Each local file's hash is remembered under the
@@ -33,10 +33,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.file_digests import file_sha256
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.literal_paths import escape
-from beam_embed.pipeline.common.manifest import manifest_sha256
 from beam_embed.pipeline.common.output_formats import output_format
+from beam_embed.pipeline.common.run_folder.literal_paths import escape
+from beam_embed.pipeline.common.run_folder.manifest.folder import manifest_sha256
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Which Beam runner a run gets: a local run, Beam's in-process runner; --runner DaskRunner, the
-project's Dask runner (dask_runner/), its scheduler checked before any data is read."""
+project's Dask runner (dask/), its scheduler checked before any data is read."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from beam_embed.process.local_runs import tune_local_run
 from beam_embed.process.private_apis.beam import in_process_runner
 
-# --runner names of the project's Dask runner (beam_embed.pipeline.common.dask_runner). Beam's own
+# --runner names of the project's Dask runner (beam_embed.pipeline.common.runners.dask). Beam's own
 # DaskRunner, named by its path, loses data on this job: that name gets the project's runner too.
 DASK_RUNNERS = ("daskrunner", "dask", "apache_beam.runners.dask.dask_runner.daskrunner")
 PREFLIGHT_TIMEOUT_S = 10  # a scheduler's answer at start, unless --dask_connection_timeout
@@ -27,13 +27,13 @@ def check_runner(options: PipelineOptions) -> None:
     if not is_dask(options):
         return
     try:
-        from beam_embed.pipeline.common.dask_runner.runner import (
+        from beam_embed.pipeline.common.runners.dask.runner import (
             DaskOptions,
             check_partitions,
             connect,
         )
     except ImportError as e:
-        from beam_embed.pipeline.common.command_line import without_dask
+        from beam_embed.pipeline.common.settings.command_line import without_dask
 
         raise ValueError(without_dask(f"--runner {options.view_as(StandardOptions).runner}")) \
             from e
@@ -46,9 +46,9 @@ def check_runner(options: PipelineOptions) -> None:
 def check_cluster(options: PipelineOptions, output: str, spec, fingerprint: str) -> None:
     """Before a Dask run claims `output`: the cluster has a worker (waiting as connect does),
     and each sees `output` and the model `spec` names, with this `fingerprint` (ValueError
-    naming the worker and what it lacks; beam_embed.pipeline.common.dask_runner.probe)."""
-    from beam_embed.pipeline.common.dask_runner.probe import check_workers
-    from beam_embed.pipeline.common.dask_runner.runner import connect
+    naming the worker and what it lacks; beam_embed.pipeline.common.runners.dask.probe)."""
+    from beam_embed.pipeline.common.runners.dask.probe import check_workers
+    from beam_embed.pipeline.common.runners.dask.runner import connect
 
     client = connect(options)
     try:
@@ -74,7 +74,7 @@ def runner_for(options: PipelineOptions):
     skipping that keeps offline runs quiet and local behaviour the same everywhere. The process
     is tuned for it (beam_embed.process.local_runs: state sampling, workers and Ctrl-C)."""
     if is_dask(options):
-        from beam_embed.pipeline.common.dask_runner.runner import DaskRunner
+        from beam_embed.pipeline.common.runners.dask.runner import DaskRunner
 
         return DaskRunner()
     if options.view_as(StandardOptions).runner:

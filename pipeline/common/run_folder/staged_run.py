@@ -24,10 +24,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from beam_embed.pipeline.common.claim import Claim, Holder, claim_output, release_held
-from beam_embed.pipeline.common.errors import CommandError, exit_code, one_line
-from beam_embed.pipeline.common.manifest import OutputKind
-from beam_embed.pipeline.common.staging import (
+from beam_embed.pipeline.common.run_folder.claim import Claim, Holder, claim_output, release_held
+from beam_embed.pipeline.common.run_folder.manifest.folder import OutputKind
+from beam_embed.pipeline.common.run_folder.staging import (
     NothingPublished,
     Previous,
     check_output,
@@ -37,6 +36,7 @@ from beam_embed.pipeline.common.staging import (
     remove_leftovers,
     staging_folder,
 )
+from beam_embed.pipeline.common.settings.errors import CommandError, exit_code, one_line
 from beam_embed.process import exits
 from beam_embed.process.log import log
 
@@ -122,7 +122,7 @@ class StagedRun:
         which --resume continues (committed_shards.py)."""
         if not (self.resumable and self.staged):
             return False
-        from beam_embed.pipeline.common.committed_shards import read_commits
+        from beam_embed.pipeline.common.run_folder.committed_shards import read_commits
 
         try:
             return bool(read_commits(self.staging))

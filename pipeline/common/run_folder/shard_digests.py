@@ -1,5 +1,5 @@
 """Each shard's size and SHA-256, computed as the shard is written, for the manifest's `digests`
-(readers check what they read against them: beam_embed.pipeline.common.shards).
+(readers check what they read against them: beam_embed.pipeline.common.finished_run.shards).
 
 The job's sink hashes the bytes on their way into the file (`HashingFile`), so the output is
 never read back just to hash it. The hash is found by the step that writes the manifest, which
@@ -61,7 +61,7 @@ def with_sidecars(sources: list[str], destinations: list[str], present: set[str]
 def take_digests(paths: list[str]) -> dict[str, dict]:
     """{path: its digest} for those of `paths` that have a sidecar, each sidecar read and
     deleted."""
-    from beam_embed.pipeline.common.literal_paths import delete_files, existing
+    from beam_embed.pipeline.common.run_folder.literal_paths import delete_files, existing
 
     there = existing([sidecar(p) for p in paths])
     found = {}

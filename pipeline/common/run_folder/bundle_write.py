@@ -9,7 +9,8 @@ Each step is a bundle of its own for the runner (~10-40 ms apiece on 2 cores, me
 and after its last). Those steps make a sink safe when a runner retries or splits bundles over
 workers: only the files of bundles that succeeded are renamed. With one in-process worker a
 failed bundle fails the whole run, and the job writes into a staging folder that is published
-whole or discarded (beam_embed.pipeline.common.staging), so the files can be written where they stay.
+whole or discarded (beam_embed.pipeline.common.run_folder.staging), so the files can be written
+where they stay.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from apache_beam.io.filebasedsink import FileBasedSink
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 
-from beam_embed.pipeline.common.literal_paths import existing
-from beam_embed.pipeline.common.shard_digests import sidecar, with_sidecars
-from beam_embed.pipeline.common.staging import naming_file
+from beam_embed.pipeline.common.run_folder.literal_paths import existing
+from beam_embed.pipeline.common.run_folder.shard_digests import sidecar, with_sidecars
+from beam_embed.pipeline.common.run_folder.staging import naming_file
 from beam_embed.process.private_apis.beam import bundle_output
 
 _UNNUMBERED = "-unnumbered-"  # prefix + this + a bundle's uuid + suffix, until number_shards
@@ -84,7 +85,7 @@ def number_shards(paths: list[str], template: str) -> list[str]:
     """`paths` with the files WriteEachBundle wrote renamed to shard names: prefix +
     `template` ("-SSSSS-of-NNNNN", numbered in the order of their unique parts) + suffix. Other
     paths (a sink that named its shards) are returned as they are. A file's digest sidecar
-    (beam_embed.pipeline.common.shard_digests) takes its new name with it."""
+    (beam_embed.pipeline.common.run_folder.shard_digests) takes its new name with it."""
     names = shard_names(paths, template)
     renamed = [p for p in paths if names[p] != p]
     present = existing([sidecar(p) for p in renamed])

@@ -22,9 +22,9 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from beam_embed.pipeline.common.errors import IncompleteInput
-from beam_embed.pipeline.common.vector_dtype_names import VECTOR_DTYPES
-from beam_embed.pipeline.common.vectors import vector_matrix
+from beam_embed.pipeline.common.rows.vector_dtype_names import VECTOR_DTYPES
+from beam_embed.pipeline.common.rows.vectors import vector_matrix
+from beam_embed.pipeline.common.settings.errors import IncompleteInput
 
 INT8_LEVELS = 255  # codes -128..127
 CALIBRATION_ROWS = 1000  # vectors the int8 ranges are calibrated on
@@ -154,7 +154,7 @@ class StoredVectors:
 def read_back(column: pa.Array | pa.ChunkedArray, stored: StoredVectors,
               name: str = "vector", recodable: bool = False) -> np.ndarray:
     """A stored vector column as float32 [rows, width]: float32 viewed in Arrow's buffer
-    (beam_embed.pipeline.common.vectors), the other dtypes decoded. A column whose vectors
+    (beam_embed.pipeline.common.rows.vectors), the other dtypes decoded. A column whose vectors
     are not `stored`'s type and width (a manifest that does not describe its shards) is an
     IncompleteInput: read at another width, its values would be split into more (or fewer)
     vectors than there are records. `recodable`: int8 decoded to values that encode back to

@@ -26,7 +26,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from beam_embed.models.hub_loader import is_remote
-from beam_embed.pipeline.common.buckets import refuse_if_listing_found_no_bucket
+from beam_embed.pipeline.common.run_folder.buckets import refuse_if_listing_found_no_bucket
 from beam_embed.process.private_apis.beam import FinalizeHooks
 
 _PATTERN_CHARACTERS = re.compile(r"[\[*?]")  # what Beam's patterns give a meaning; "]" only after "["
