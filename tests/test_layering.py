@@ -36,7 +36,10 @@ def test_the_repository_keeps_its_contracts():
     done = subprocess.run([LINT_IMPORTS, "--no-cache", "--no-logo"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    ours = configparser.ConfigParser()
+    ours.read(os.path.join(REPO, ".importlinter"))
+    contracts = [name for name in ours.sections() if name.startswith("importlinter:contract:")]
+    assert f"{len(contracts)} kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize("importer, imported", [
