@@ -42,6 +42,13 @@ def hub_name(repo: str) -> str:
     return repo.split("/", 1)[1]
 
 
+def hub_source(repo: str, snapshot: str) -> str:
+    """`ORG/NAME@COMMIT`: the Hub model and the commit its files were downloaded at (the
+    snapshot folder huggingface_hub returns is named for the commit whatever revision was
+    asked for), for the manifest."""
+    return f"{repo}@{os.path.basename(os.path.normpath(snapshot))}"
+
+
 def _endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 

@@ -15,7 +15,7 @@ import sys
 import yaml
 
 from beam_embed.models.gcs_copy import gs_names, local_copy
-from beam_embed.models.hub_download import downloaded, hub_id, hub_name
+from beam_embed.models.hub_download import downloaded, hub_id, hub_name, hub_source
 from beam_embed.models.hub_loader import is_remote
 from beam_embed.models.prompts import NONE, Prompts, prompts_of, recorded_prompts
 
@@ -50,6 +50,8 @@ class ModelSpec:
     has_pooler: bool = True
     # sentence-transformers' prompts, which an export carries (models/prompts.py)
     prompts: Prompts = NONE
+    # ORG/NAME@COMMIT when the checkpoint came from the Hugging Face Hub (hub_download.py)
+    hub: str | None = None
 
 
 def load_presets(path: str | None = None) -> dict[str, dict]:
@@ -78,11 +80,6 @@ def checkpoint_folder(checkpoint: str, download: bool = True) -> str:
     if hub:  # a Hugging Face Hub id, downloaded into the cache on first use
         return downloaded(*hub, cached_only=not download)
     return os.path.expanduser(checkpoint)
-
-
-def exported(checkpoint: str, name: str) -> str:
-    """The export of a checkpoint preset in the cache, made on first use (export_cache.py)."""
-    return exported_folder(checkpoint_folder(checkpoint), name)
 
 
 def exported_folder(folder: str, name: str) -> str:
@@ -213,7 +210,9 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     presets = load_presets() if presets is None else presets
     if model not in presets and hub_id(model):
         repo, revision = hub_id(model)
-        spec = from_export(exported_folder(downloaded(repo, revision), hub_name(repo)))
+        snapshot = downloaded(repo, revision)
+        spec = dataclasses.replace(from_export(exported_folder(snapshot, hub_name(repo))),
+                                   hub=hub_source(repo, snapshot))
         # the repo of a preset: the same model card's prompts as `--model PRESET` applies
         card = next((k for k, p in presets.items() if p.get("checkpoint") == repo), None)
         return spec if card is None else dataclasses.replace(
@@ -228,12 +227,15 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
     if "checkpoint" in p:
         from beam_embed.models.export_format import ExportError
 
-        folder = exported(p["checkpoint"], p.get("name", model))
+        source = checkpoint_folder(p["checkpoint"])
+        folder = exported_folder(source, p.get("name", model))
         try:
             spec = from_export(folder, name=p.get("name"))
         except ExportError as e:
             raise ExportError(f"{e} (preset {model!r} is exported into {folder} on first use: "
                               "remove that folder to export it again)") from e
+        if hub_id(p["checkpoint"]):
+            spec = dataclasses.replace(spec, hub=hub_source(hub_id(p["checkpoint"])[0], source))
     else:
         spec = ModelSpec(kind=p["kind"], name=p.get("name", model), encoder=p["encoder"],
                          preprocessor=p.get("preprocessor"), pooling=(), normalize=False,

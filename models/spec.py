@@ -71,6 +71,8 @@ class EncoderSpec:
     prompt_name: str | None = None
     # False: the model's Pooling leaves the prompt's tokens out (include_prompt false)
     prompt_in_pooling: bool = True
+    # ORG/NAME@COMMIT: the Hugging Face Hub model the export was made from (None: not the Hub)
+    hub: str | None = None
 
     def parsed_poolings(self):
         """The poolings as beam_embed.models.pooling.Pooling, checked against the encoder kind."""
@@ -287,4 +289,4 @@ def encoder_spec(model: str | None = None, *, encoder: str | None = None,
         intra_op_threads=threads[0], inter_op_threads=threads[1], name=name or found.name,
         accelerator=accelerator, batch_tokens=batch[0], max_batch_size=batch[1],
         truncate_dim=truncate_dim, prompt=prompted.text, prompt_name=prompted.name,
-        prompt_in_pooling=found.prompts.include_prompt)
+        prompt_in_pooling=found.prompts.include_prompt, hub=found.hub)

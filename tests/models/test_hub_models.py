@@ -79,6 +79,8 @@ def test_a_hub_id_is_downloaded_once_and_embeds_as_its_folder(hub_env, monkeypat
         cos = (ours * local).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(local, axis=1)
         assert cos.min() >= 0.99999
         np.testing.assert_allclose(ours, local, atol=1e-6)
+        assert encoder_spec(REPO).hub == f"{REPO}@{COMMIT}"  # the commit, for the manifest
+        assert encoder_spec(str(hub_env / "local")).hub is None
         # in the model cache, in the Hub's layout, and exported there
         snapshot = hub_env / "cache" / "hf" / "models--tiny-org--tiny-st" / "snapshots" / COMMIT
         assert (snapshot / "model.safetensors").is_file()
@@ -145,6 +147,23 @@ def test_export_model_takes_a_hub_id(hub_env, monkeypatch, capsys):
         assert json.load(f)["name"] == "tiny-st"
     np.testing.assert_allclose(_vectors(out, prompt_name="query"),
                                _vectors(str(hub_env / "local"), prompt_name="query"), atol=1e-6)
+
+
+def test_a_run_records_the_hub_commit(hub_env, monkeypatch, capsys):
+    """The manifest's model.hub: ORG/NAME@COMMIT whatever revision was asked for (a branch
+    here), so a run says which files of a moving Hub model embedded it."""
+    from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest
+
+    corpus = hub_env / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    with serving({REPO: _st_folder(str(hub_env / "tiny-st"))}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        out = str(hub_env / "run")
+        assert cli(["run", "--model", f"{REPO}@main", "--input", str(corpus), "--output",
+                    out]) == 0
+    manifest = JobManifest.read(out)
+    assert manifest.model.hub == f"{REPO}@{COMMIT}"
+    assert manifest.model.name == "tiny-st" and manifest.counts.embedded == len(TEXTS)
 
 
 def test_a_local_folder_wins_over_a_hub_id(hub_env, monkeypatch):

@@ -118,6 +118,7 @@ class ModelEntry(Entry):
     truncate_dim: int | None = later()  # --truncate_dim: absent when vectors are whole
     prompt: str | None = later()  # prepended to each text: absent when none
     prompt_name: str | None = later()  # the model's prompt it is, when named
+    hub: str | None = later()  # ORG/NAME@COMMIT of a Hugging Face Hub model: absent otherwise
 
 
 @dataclass(frozen=True)
