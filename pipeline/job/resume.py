@@ -31,10 +31,11 @@ from beam_embed.pipeline.common.run_folder.committed_shards import (
     KEYS,
     read_commits,
     read_keys,
-    record_key,
+    record_keys,
 )
 from beam_embed.pipeline.common.run_folder.manifest.entries import ResumeEntry
 from beam_embed.process.log import log
+from beam_embed.process.private_apis.beam import bundle_output
 
 ATTEMPT = "resume.json"  # in the staging folder: what the run continues, checked on --resume
 KEPT = "resume-kept.keys"  # in the staging folder: the kept records' keys, sorted, for workers
@@ -242,11 +243,16 @@ def prepare(attempt: Attempt) -> Resumed:
 
 
 class SkipKept(beam.DoFn):
-    """Drops the records a kept set holds (their keys, sorted, in the file at `path`)."""
+    """Drops the records a kept set holds (their keys, sorted, in the file at `path`). Looked up
+    a block of records at a time: one vectorized search per block costs a fraction of a numpy
+    call per record, and a resumed run reads every record again (the kept ones too)."""
+
+    BLOCK = 1024
 
     def __init__(self, path: str):
         self._path = path
         self._keys = None
+        self._block: list = []
 
     def setup(self):
         from apache_beam.io.filesystem import CompressionTypes
@@ -254,12 +260,27 @@ class SkipKept(beam.DoFn):
         with FileSystems.open(self._path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             self._keys = np.frombuffer(f.read(), "<u8").astype(np.uint64)
 
+    def start_bundle(self):
+        self._block = []
+
     def process(self, record):
-        key = np.uint64(record_key(record))
-        i = int(np.searchsorted(self._keys, key))
-        if i < len(self._keys) and self._keys[i] == key:
-            return
-        yield record
+        self._block.append(record)
+        if len(self._block) >= self.BLOCK:
+            yield from self._new_records()
+
+    def finish_bundle(self):
+        for record in self._new_records():
+            yield bundle_output(record)
+
+    def _new_records(self) -> list:
+        """The block's records that no kept set holds; the block emptied."""
+        block, self._block = self._block, []
+        if not block or not len(self._keys):
+            return block
+        keys = record_keys(block)
+        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        kept = self._keys[at] == keys
+        return [record for record, k in zip(block, kept) if not k]
 
 
 def say_resuming(resumed: Resumed, folder: str) -> None:
