@@ -169,7 +169,8 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
 
         write_steps(embedded["batches"], run, schema)
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
-    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(s.output, not spread))
+    written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(
+        s.output, not spread, int(s.shard_mb * (1 << 20))))
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
               count(corpus["read_dead"], "ReadDead", read_dead_counts),
               count(embedded["batches"], "Embedded", lambda b: [

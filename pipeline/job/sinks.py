@@ -28,17 +28,25 @@ from beam_embed.pipeline.common.run_folder.manifest.job import JobManifest, list
 from beam_embed.pipeline.common.run_folder.shard_digests import SIDECAR, take_digests
 
 
+def _line_bytes(line: str) -> int:
+    return len(line.encode("utf-8")) + 1
+
+
 class WriteDeadLetters(beam.PTransform):
-    def __init__(self, output: str, in_bundles: bool = False):
+    """The dead letters as JSON lines, `errors-*.jsonl`; in one in-process worker's bundles,
+    each file rolled before `max_bytes` (--shard_mb; 0: unbounded)."""
+
+    def __init__(self, output: str, in_bundles: bool = False, max_bytes: int = 0):
         super().__init__()
-        self._output, self._in_bundles = output, in_bundles
+        self._output, self._in_bundles, self._max_bytes = output, in_bundles, max_bytes
 
     def expand(self, dead):
         sink = JsonLinesSink(FileSystems.join(self._output, ERRORS_PREFIX), ".jsonl",
                              SHARD_TEMPLATE)
         return (dead
                 | "ToJson" >> beam.Map(lambda d: json.dumps(d.to_json(), ensure_ascii=False))
-                | "WriteShards" >> write_shards(sink, self._in_bundles))
+                | "WriteShards" >> write_shards(sink, self._in_bundles, self._max_bytes,
+                                                _line_bytes))
 
 
 class JsonLinesSink(ExactFinalize, FileBasedSink):

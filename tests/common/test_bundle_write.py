@@ -23,14 +23,29 @@ from tests.common.test_parquet_sink import SCHEMA, _table
 TEMPLATE = "-SSSSS-of-NNNNN"
 
 
-def _bundle(sink, elements) -> str:
-    """One bundle through the DoFn as a runner calls it; the path it outputs."""
-    fn = _WriteBundle(sink)
+def _bundle_files(sink, elements, max_bytes=0, size=None) -> list[str]:
+    """One bundle through the DoFn as a runner calls it; the paths it outputs, in order."""
+    fn = _WriteBundle(sink, max_bytes, size)
     fn.start_bundle()
-    for e in elements:
-        fn.process(e)
+    rolled = [path for e in elements for path in fn.process(e)]
     (out,) = list(fn.finish_bundle())
-    return out.value
+    return [*rolled, out.value]
+
+
+def _bundle(sink, elements) -> str:
+    (path,) = _bundle_files(sink, elements)
+    return path
+
+
+def test_a_bundle_rolls_its_file_before_an_element_that_would_pass_the_bound(tmp_path):
+    sink = JsonLinesSink(str(tmp_path / "errors"), ".jsonl", TEMPLATE)
+    lines = ["aaaa", "bb", "c", "dddddddddddd", "ee", "f"]  # 5, 3, 2, 13, 3, 2 bytes a line
+    paths = _bundle_files(sink, lines, max_bytes=8, size=lambda line: len(line) + 1)
+    # aaaa+bb (8) | c (2; +dd.. would pass) | dddddddddddd (13: alone, larger than the bound)
+    # | ee+f (5)
+    assert [open(p, "rb").read() for p in paths] == [b"aaaa\nbb\n", b"c\n", b"dddddddddddd\n",
+                                                     b"ee\nf\n"]
+    assert len(set(paths)) == 4
 
 
 def test_each_bundle_writes_one_file_and_the_files_get_shard_names(tmp_path):

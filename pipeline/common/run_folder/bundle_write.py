@@ -38,46 +38,64 @@ def unnumbered_name(prefix: str, unique: str, suffix: str) -> str:
 
 
 class _WriteBundle(beam.DoFn):
-    def __init__(self, sink: FileBasedSink):
+    def __init__(self, sink: FileBasedSink, max_bytes: int = 0, size=None):
         self._sink = sink
+        self._max_bytes, self._size = max_bytes, size
         self._path = self._handle = None
+        self._written = 0
 
     def start_bundle(self):
         # opened even for a bundle without elements: an empty shard, as Beam's sink writes one
+        self._open()
+
+    def _open(self):
         sink = self._sink
         self._path = unnumbered_name(sink.file_path_prefix.get(), uuid.uuid4().hex,
                                      sink.file_name_suffix.get())
         with naming_file(self._path):
             self._handle = sink.open(self._path)
+        self._written = 0
 
-    def process(self, element):
-        with naming_file(self._path):  # a full disk's error names no file
-            self._sink.write_record(self._handle, element)
-
-    def finish_bundle(self):
+    def _close(self) -> str:
         with naming_file(self._path):
             self._sink.close(self._handle)
         path, self._handle = self._path, None
-        yield bundle_output(path)
+        return path
+
+    def process(self, element):
+        size = self._size(element) if self._max_bytes else 0
+        if self._written and self._written + size > self._max_bytes > 0:
+            yield self._close()  # a file rolls before the element that would pass the bound
+            self._open()
+        with naming_file(self._path):  # a full disk's error names no file
+            self._sink.write_record(self._handle, element)
+        self._written += size
+
+    def finish_bundle(self):
+        yield bundle_output(self._close())
 
 
 class WriteEachBundle(beam.PTransform):
     """Writes a PCollection through `sink`: one file per bundle, named the sink's prefix + a
-    unique part + its suffix, its path the output. `number_shards` gives them shard names."""
+    unique part + its suffix, its path the output. `number_shards` gives them shard names.
+    With `max_bytes`, a file is rolled before an element that would take it past the bound
+    (`size(element)`: the bytes it writes); only a single larger element passes it."""
 
-    def __init__(self, sink: FileBasedSink):
+    def __init__(self, sink: FileBasedSink, max_bytes: int = 0, size=None):
         super().__init__()
-        self._sink = sink
+        self._sink, self._max_bytes, self._size = sink, max_bytes, size
 
     def expand(self, pcoll):
-        return pcoll | beam.ParDo(_WriteBundle(self._sink))
+        return pcoll | beam.ParDo(_WriteBundle(self._sink, self._max_bytes, self._size))
 
 
-def write_shards(sink: FileBasedSink, in_bundles: bool) -> beam.PTransform:
+def write_shards(sink: FileBasedSink, in_bundles: bool, max_bytes: int = 0,
+                 size=None) -> beam.PTransform:
     """Beam's sink steps, or, for one in-process worker (`in_bundles`) with the shard count left
-    to the runner, each bundle's file written where it stays."""
+    to the runner, each bundle's files written where they stay (rolled at `max_bytes` when
+    given, `size(element)` the bytes an element writes)."""
     if in_bundles and sink.num_shards == 0:
-        return WriteEachBundle(sink)
+        return WriteEachBundle(sink, max_bytes, size)
     return Write(sink)
 
 
