@@ -234,8 +234,9 @@ def resolve(model: str, presets: dict[str, dict] | None = None) -> ModelSpec:
         except ExportError as e:
             raise ExportError(f"{e} (preset {model!r} is exported into {folder} on first use: "
                               "remove that folder to export it again)") from e
-        if hub_id(p["checkpoint"]):
-            spec = dataclasses.replace(spec, hub=hub_source(hub_id(p["checkpoint"])[0], source))
+        hub = hub_id(p["checkpoint"])
+        if hub:
+            spec = dataclasses.replace(spec, hub=hub_source(hub[0], source))
     else:
         spec = ModelSpec(kind=p["kind"], name=p.get("name", model), encoder=p["encoder"],
                          preprocessor=p.get("preprocessor"), pooling=(), normalize=False,

@@ -170,7 +170,7 @@ def build_pipeline(p: beam.Pipeline, run, workers: int = 1, spread: bool = True,
         write_steps(embedded["batches"], run, schema)
     dead = (corpus["dead"], embedded["dead"]) | "AllDeadLetters" >> beam.Flatten()
     written.append(dead | "WriteDeadLetters" >> WriteDeadLetters(
-        s.output, not spread, int(s.shard_mb * (1 << 20))))
+        s.output, not spread, s.shard_bytes))
     counts = [count(corpus["read_records"], "Read", lambda r: [("read", 1)]),
               count(corpus["read_dead"], "ReadDead", read_dead_counts),
               count(embedded["batches"], "Embedded", lambda b: [
@@ -204,4 +204,4 @@ def shard_sets(run, schema):
         return None
     kept = run.resumed.commits if run.resumed is not None else ()
     finish = (("index", True),) if s.lance_index else ()
-    return ShardSets(formats, schema, int(s.shard_mb * (1 << 20)), kept, finish)
+    return ShardSets(formats, schema, s.shard_bytes, kept, finish)

@@ -257,6 +257,11 @@ class RunSettings(Settings):
                 raise ValueError(f"--chunk_overlap {self.chunk_overlap} is out of range; "
                                  f"expected 0 to {top} (less than --chunk_tokens)")
 
+    @property
+    def shard_bytes(self) -> int:
+        """--shard_mb in bytes: the bound on every file a shard or a dead-letter file holds."""
+        return int(self.shard_mb * (1 << 20))
+
     def encoder_spec(self, threads: tuple[int, int] = (0, 0)):
         """The encoder's checked spec (beam_embed.models.spec.EncoderSpec) for these settings,
         with `threads` (intra-op, inter-op) per worker; may load TensorFlow to recognize a
